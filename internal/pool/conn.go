@@ -1,0 +1,44 @@
+package pool
+
+import "time"
+
+type connState uint8
+
+const (
+	stateIdle connState = iota
+	stateBusy
+	stateClosed
+)
+
+// Conn is one pooled connection. Value is the caller's; the rest is the
+// pool's bookkeeping, guarded by the pool's mutex.
+type Conn[T Resource] struct {
+	Value T
+
+	pool        *Pool[T]
+	createdAt   time.Time
+	returnedAt  time.Time
+	lifetime    time.Duration // jittered server_lifetime, 0 = forever
+	idleTimeout time.Duration // jittered idle_timeout, 0 = forever
+	epoch       uint64
+	used        bool // served at least one client
+	state       connState
+}
+
+// CreatedAt is when the connection was opened.
+func (c *Conn[T]) CreatedAt() time.Time { return c.createdAt }
+
+// Epoch is the pool epoch the connection was opened in.
+func (c *Conn[T]) Epoch() uint64 { return c.epoch }
+
+func (c *Conn[T]) lifetimeExceeded(now time.Time) bool {
+	return c.lifetime > 0 && now.Sub(c.createdAt) >= c.lifetime
+}
+
+func (c *Conn[T]) idleExpired(now time.Time) bool {
+	return c.used && c.idleTimeout > 0 && now.Sub(c.returnedAt) >= c.idleTimeout
+}
+
+func (c *Conn[T]) closeValue() {
+	_ = c.Value.Close()
+}

@@ -1,0 +1,26 @@
+// Package pool holds the idle server connections of one (database, user) pair
+// and hands them to clients in strict FIFO order.
+//
+// A Pool[T] owns its idle connections; a caller that got a *Conn[T] from
+// Acquire owns it until it calls Release (the connection is healthy and clean)
+// or Destroy (it is broken or dirty beyond repair). Using a Conn after handing
+// it back is a bug and panics with "BUG: ...".
+//
+// The acquire path is built around three rules:
+//   - Direct handoff: a released connection goes straight to the oldest
+//     waiter through that waiter's own channel. There is no broadcast wake-up
+//     and no LIFO of waiters, so the order in which clients get served is the
+//     order in which they asked.
+//   - Bounded burst gate: at most MaxParallelCreates connects to the backend
+//     are in flight per pool at any moment. A waiter that finds the pool below
+//     its size but the gate full waits in the same FIFO queue and is granted
+//     either a returned connection or a create slot, whichever comes first.
+//   - Epochs: Reconnect bumps the pool's epoch; idle connections of older
+//     epochs are closed at once, busy ones when they come back.
+//
+// The pool knows nothing of the PostgreSQL wire protocol: it creates
+// connections through a Connector and checks idle ones through an optional
+// Checker. It is safe for concurrent use; all state is guarded by Pool.mu.
+// Time is read through an injectable clock so that lifetime and idle rules
+// can be tested deterministically.
+package pool

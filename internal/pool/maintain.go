@@ -1,0 +1,194 @@
+package pool
+
+import (
+	"context"
+	"time"
+)
+
+// Retain closes idle connections past their idle timeout or lifetime, at
+// most budget of them (budget < 0 means no cap). It returns how many it
+// closed so that a caller can spread one budget over many pools.
+func (p *Pool[T]) Retain(budget int) int {
+	p.mu.Lock()
+	now := p.now()
+	var victims []*Conn[T]
+	kept := p.idle[:0]
+	for _, c := range p.idle {
+		if budget < 0 || len(victims) < budget {
+			switch {
+			case c.epoch != p.epoch:
+				victims = append(victims, c)
+				continue
+			case c.lifetimeExceeded(now):
+				p.counters.LifetimeClosed++
+				victims = append(victims, c)
+				continue
+			case c.idleExpired(now):
+				p.counters.IdleExpired++
+				victims = append(victims, c)
+				continue
+			}
+		}
+		kept = append(kept, c)
+	}
+	for i := len(kept); i < len(p.idle); i++ {
+		p.idle[i] = nil
+	}
+	p.idle = kept
+	for _, c := range victims {
+		p.dropLocked(c)
+	}
+	p.grantCreatesLocked()
+	p.mu.Unlock()
+	for _, c := range victims {
+		c.closeValue()
+	}
+	return len(victims)
+}
+
+// Replenish opens connections until the pool holds MinSize, one burst-gate
+// slot at a time. It never waits for the gate: when every slot is taken by
+// clients, it stops and reports deferred = true.
+func (p *Pool[T]) Replenish(ctx context.Context) (created int, deferred bool, err error) {
+	for {
+		p.mu.Lock()
+		if p.closed || p.paused || p.total >= p.cfg.MinSize {
+			p.mu.Unlock()
+			return created, false, nil
+		}
+		if p.creating >= p.cfg.MaxParallelCreates || p.waiters.Len() > 0 {
+			p.mu.Unlock()
+			return created, true, nil
+		}
+		p.total++
+		p.creating++
+		p.mu.Unlock()
+		c, err := p.create(ctx)
+		if err != nil {
+			return created, false, err
+		}
+		created++
+		p.release(c, false) // warmed, never served: idle_timeout does not apply
+	}
+}
+
+// Reconnect moves the pool to a new epoch: idle connections are closed now,
+// checked-out ones when they come back.
+func (p *Pool[T]) Reconnect() {
+	p.mu.Lock()
+	p.epoch++
+	victims := p.idle
+	p.idle = nil
+	for _, c := range victims {
+		p.dropLocked(c)
+	}
+	p.grantCreatesLocked()
+	p.mu.Unlock()
+	for _, c := range victims {
+		c.closeValue()
+	}
+}
+
+// Pause stops handing out connections and closes idle ones; connections in
+// use are closed as they come back. It waits until none is in use or ctx
+// ends. Acquire calls made while paused wait for Resume.
+func (p *Pool[T]) Pause(ctx context.Context) error {
+	p.mu.Lock()
+	if !p.paused {
+		p.paused = true
+		p.resume = make(chan struct{})
+	}
+	victims := p.idle
+	p.idle = nil
+	for _, c := range victims {
+		p.dropLocked(c)
+	}
+	done := make(chan struct{})
+	if p.busy+p.creating == 0 {
+		close(done)
+	} else {
+		p.drained = append(p.drained, done)
+	}
+	p.mu.Unlock()
+	for _, c := range victims {
+		c.closeValue()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Resume lets waiting and new Acquire calls proceed.
+func (p *Pool[T]) Resume() {
+	p.mu.Lock()
+	if p.paused {
+		p.paused = false
+		close(p.resume)
+	}
+	p.grantCreatesLocked()
+	p.mu.Unlock()
+}
+
+// Close closes idle connections, fails every waiter with ErrClosed and makes
+// later Acquire calls fail. Busy connections are closed when released.
+func (p *Pool[T]) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	victims := p.idle
+	p.idle = nil
+	for _, c := range victims {
+		p.dropLocked(c)
+	}
+	for w := p.popWaiterLocked(); w != nil; w = p.popWaiterLocked() {
+		w.ch <- grant[T]{err: ErrClosed}
+	}
+	if p.paused {
+		p.paused = false
+		close(p.resume)
+	}
+	p.mu.Unlock()
+	for _, c := range victims {
+		c.closeValue()
+	}
+}
+
+// Stats returns a consistent snapshot.
+func (p *Pool[T]) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := Stats{
+		Idle: len(p.idle), Busy: p.busy, Creating: p.creating, Total: p.total,
+		Waiting: p.waiters.Len(), Epoch: p.epoch, Paused: p.paused, Counters: p.counters,
+	}
+	if e := p.waiters.Front(); e != nil {
+		s.MaxWait = p.now().Sub(e.Value.(*waiter[T]).since)
+	}
+	return s
+}
+
+// IdleConn is a snapshot of one idle connection.
+type IdleConn[T Resource] struct {
+	Value      T
+	CreatedAt  time.Time
+	ReturnedAt time.Time
+	Epoch      uint64
+}
+
+// IdleSnapshot lists the idle connections (SHOW SERVERS). Values must only
+// be read: the pool may hand them out right after.
+func (p *Pool[T]) IdleSnapshot() []IdleConn[T] {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]IdleConn[T], len(p.idle))
+	for i, c := range p.idle {
+		out[i] = IdleConn[T]{Value: c.Value, CreatedAt: c.createdAt, ReturnedAt: c.returnedAt, Epoch: c.epoch}
+	}
+	return out
+}

@@ -1,0 +1,424 @@
+package pool
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// ErrClosed is returned by Acquire once the pool is closed.
+var ErrClosed = errors.New("pool is closed")
+
+// Resource is what the pool manages: anything that can be closed.
+type Resource interface {
+	Close() error
+}
+
+// Connector opens a new connection. It must honour ctx.
+type Connector[T Resource] func(ctx context.Context) (T, error)
+
+// Checker probes an idle connection before checkout.
+type Checker[T Resource] func(ctx context.Context, v T) error
+
+// Config is the pool's sizing and lifetime policy. Zero durations disable
+// the rule they belong to.
+type Config struct {
+	MaxSize            int
+	MinSize            int
+	MaxParallelCreates int
+	RoundRobin         bool
+	IdleTimeout        time.Duration
+	Lifetime           time.Duration
+	IdleCheckTimeout   time.Duration
+}
+
+// Options wires a pool to its environment.
+type Options[T Resource] struct {
+	Config
+	Connect Connector[T]
+	Check   Checker[T]
+	// Now and Jitter are injectable for tests. Jitter returns a factor in
+	// [0.8, 1.2) applied to lifetime and idle timeout of each connection.
+	Now    func() time.Time
+	Jitter func() float64
+}
+
+type grant[T Resource] struct {
+	conn   *Conn[T]
+	create bool
+	err    error
+}
+
+type waiter[T Resource] struct {
+	ch    chan grant[T]
+	since time.Time
+	elem  *list.Element
+}
+
+// Pool is a FIFO pool of connections with direct handoff. The zero value is
+// not usable; use New.
+type Pool[T Resource] struct {
+	connect Connector[T]
+	check   Checker[T]
+	now     func() time.Time
+	jitter  func() float64
+
+	mu       sync.Mutex
+	cfg      Config          // guarded by mu (SetConfig on reload)
+	idle     []*Conn[T]      // oldest return first; LRU takes from the end
+	waiters  list.List       // of *waiter[T], oldest first
+	total    int             // idle + busy + creating
+	busy     int             // handed out
+	creating int             // connects in flight
+	epoch    uint64          // bumped by Reconnect
+	paused   bool            // new acquires wait on resume
+	resume   chan struct{}   // closed by Resume
+	closed   bool            // Close was called
+	counters Counters        // monotonic event counters
+	onIdle   func(*Conn[T])  // test hook, nil in production
+	drained  []chan struct{} // closed when busy+creating reaches zero
+}
+
+// Counters are monotonic event counts of one pool.
+type Counters struct {
+	Created        uint64 // connects that succeeded
+	CreateErrors   uint64 // connects that failed
+	Closed         uint64 // connections closed by the pool or destroyed
+	CheckFailures  uint64 // idle checks that failed
+	Handoffs       uint64 // releases handed directly to a waiter
+	Waits          uint64 // acquires that had to queue
+	WaitCancels    uint64 // queued acquires that gave up (timeout, client gone)
+	IdleExpired    uint64 // closed by idle_timeout
+	LifetimeClosed uint64 // closed by server_lifetime
+}
+
+// Stats is a snapshot for the admin console and metrics.
+type Stats struct {
+	Idle, Busy, Creating, Total, Waiting int
+	MaxWait                              time.Duration
+	Epoch                                uint64
+	Paused                               bool
+	Counters
+}
+
+// New builds a pool. It opens no connection until asked.
+func New[T Resource](o Options[T]) *Pool[T] {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Jitter == nil {
+		o.Jitter = func() float64 { return 0.8 + 0.4*rand.Float64() }
+	}
+	p := &Pool[T]{connect: o.Connect, check: o.Check, now: o.Now, jitter: o.Jitter, cfg: normalize(o.Config)}
+	p.resume = make(chan struct{})
+	return p
+}
+
+func normalize(c Config) Config {
+	if c.MaxSize < 1 {
+		c.MaxSize = 1
+	}
+	if c.MaxParallelCreates < 1 {
+		c.MaxParallelCreates = 1
+	}
+	if c.MinSize > c.MaxSize {
+		c.MinSize = c.MaxSize
+	}
+	return c
+}
+
+// SetConfig applies a new policy (reload). Existing connections keep their
+// jittered deadlines; a smaller MaxSize takes effect as connections return.
+func (p *Pool[T]) SetConfig(c Config) {
+	p.mu.Lock()
+	p.cfg = normalize(c)
+	p.grantCreatesLocked()
+	p.mu.Unlock()
+}
+
+// Config returns the current policy.
+func (p *Pool[T]) Config() Config {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cfg
+}
+
+// Acquire returns a connection, waiting in FIFO order while the pool is at
+// its size or its burst gate is full. It gives up when ctx is done.
+func (p *Pool[T]) Acquire(ctx context.Context) (*Conn[T], error) {
+	for {
+		c, create, w, err := p.tryAcquire()
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			if c, ok := p.checkout(ctx, c); ok {
+				return c, nil
+			}
+			continue
+		}
+		if create {
+			return p.create(ctx)
+		}
+		if w == nil { // paused
+			if err := p.waitResume(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		select {
+		case g := <-w.ch:
+			if g.err != nil {
+				return nil, g.err
+			}
+			if g.create {
+				return p.create(ctx)
+			}
+			return g.conn, nil
+		case <-ctx.Done():
+			p.abandon(w)
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// tryAcquire does the locked part of Acquire: an idle connection, a create
+// slot, or a place in the queue (w == nil with no error means paused).
+func (p *Pool[T]) tryAcquire() (c *Conn[T], create bool, w *waiter[T], err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, false, nil, ErrClosed
+	}
+	if p.paused {
+		return nil, false, nil, nil
+	}
+	now := p.now()
+	if c := p.takeIdleLocked(now); c != nil {
+		return c, false, nil, nil
+	}
+	if p.total < p.cfg.MaxSize && p.creating < p.cfg.MaxParallelCreates {
+		p.total++
+		p.creating++
+		return nil, true, nil, nil
+	}
+	w = &waiter[T]{ch: make(chan grant[T], 1), since: now}
+	w.elem = p.waiters.PushBack(w)
+	p.counters.Waits++
+	return nil, false, w, nil
+}
+
+// takeIdleLocked pops the next idle connection by policy, closing the
+// expired ones it meets on the way (outside the lock, in a goroutine-free
+// way: Close of a server connection only writes Terminate and closes).
+func (p *Pool[T]) takeIdleLocked(now time.Time) *Conn[T] {
+	for len(p.idle) > 0 {
+		var c *Conn[T]
+		if p.cfg.RoundRobin {
+			c = p.idle[0]
+			copy(p.idle, p.idle[1:])
+			p.idle[len(p.idle)-1] = nil
+		} else {
+			c = p.idle[len(p.idle)-1]
+			p.idle[len(p.idle)-1] = nil
+		}
+		p.idle = p.idle[:len(p.idle)-1]
+		if c.epoch != p.epoch || c.lifetimeExceeded(now) {
+			p.dropLocked(c)
+			go c.closeValue()
+			continue
+		}
+		c.state = stateBusy
+		p.busy++
+		return c
+	}
+	return nil
+}
+
+// checkout probes a connection that sat idle past IdleCheckTimeout. A failed
+// probe means the backend may have restarted: the whole idle set of this
+// epoch is suspect, so the pool moves to a new epoch.
+func (p *Pool[T]) checkout(ctx context.Context, c *Conn[T]) (*Conn[T], bool) {
+	if p.check == nil || p.cfg.IdleCheckTimeout <= 0 || p.now().Sub(c.returnedAt) < p.cfg.IdleCheckTimeout {
+		return c, true
+	}
+	if err := p.check(ctx, c.Value); err != nil {
+		p.mu.Lock()
+		p.counters.CheckFailures++
+		p.mu.Unlock()
+		p.Destroy(c)
+		p.Reconnect()
+		return nil, false
+	}
+	return c, true
+}
+
+func (p *Pool[T]) waitResume(ctx context.Context) error {
+	p.mu.Lock()
+	ch := p.resume
+	p.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// abandon removes a waiter whose context ended. If a grant raced with the
+// cancellation, the grant is passed on rather than lost.
+func (p *Pool[T]) abandon(w *waiter[T]) {
+	p.mu.Lock()
+	p.counters.WaitCancels++
+	if w.elem != nil {
+		p.waiters.Remove(w.elem)
+		w.elem = nil
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	g := <-w.ch // already granted: the send happened under mu
+	switch {
+	case g.conn != nil:
+		p.Release(g.conn)
+	case g.create:
+		p.mu.Lock()
+		p.total--
+		p.creating--
+		p.grantCreatesLocked()
+		p.mu.Unlock()
+	}
+}
+
+func (p *Pool[T]) create(ctx context.Context) (*Conn[T], error) {
+	v, err := p.connect(ctx)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.creating--
+	if err != nil {
+		p.total--
+		p.counters.CreateErrors++
+		p.grantCreatesLocked()
+		p.signalDrainedLocked()
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	p.counters.Created++
+	now := p.now()
+	c := &Conn[T]{Value: v, pool: p, createdAt: now, returnedAt: now, epoch: p.epoch, state: stateBusy}
+	c.lifetime = jittered(p.cfg.Lifetime, p.jitter)
+	c.idleTimeout = jittered(p.cfg.IdleTimeout, p.jitter)
+	p.busy++
+	p.grantCreatesLocked()
+	if p.closed {
+		p.dropLocked(c)
+		go c.closeValue()
+		return nil, ErrClosed
+	}
+	return c, nil
+}
+
+func jittered(d time.Duration, f func() float64) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(float64(d) * f())
+}
+
+// grantCreatesLocked hands create slots to the oldest waiters while the pool
+// has room and the burst gate has free slots.
+func (p *Pool[T]) grantCreatesLocked() {
+	for p.waiters.Len() > 0 && p.total < p.cfg.MaxSize && p.creating < p.cfg.MaxParallelCreates && !p.paused {
+		w := p.popWaiterLocked()
+		p.total++
+		p.creating++
+		w.ch <- grant[T]{create: true}
+	}
+}
+
+func (p *Pool[T]) popWaiterLocked() *waiter[T] {
+	e := p.waiters.Front()
+	if e == nil {
+		return nil
+	}
+	w := p.waiters.Remove(e).(*waiter[T])
+	w.elem = nil
+	return w
+}
+
+// Release hands a healthy, clean connection back: to the oldest waiter if
+// there is one, otherwise to the idle set.
+func (p *Pool[T]) Release(c *Conn[T]) { p.release(c, true) }
+
+func (p *Pool[T]) release(c *Conn[T], served bool) {
+	p.mu.Lock()
+	if c.state != stateBusy || c.pool != p {
+		p.mu.Unlock()
+		panic("BUG: pool: release of a connection that is not checked out")
+	}
+	now := p.now()
+	c.returnedAt = now
+	if served {
+		c.used = true
+	}
+	if p.closed || p.paused || c.epoch != p.epoch || c.lifetimeExceeded(now) || p.total > p.cfg.MaxSize {
+		if c.lifetimeExceeded(now) {
+			p.counters.LifetimeClosed++
+		}
+		p.busy--
+		p.dropLocked(c)
+		p.grantCreatesLocked()
+		p.signalDrainedLocked()
+		p.mu.Unlock()
+		c.closeValue()
+		return
+	}
+	if w := p.popWaiterLocked(); w != nil {
+		p.counters.Handoffs++
+		w.ch <- grant[T]{conn: c}
+		p.mu.Unlock()
+		return
+	}
+	p.busy--
+	c.state = stateIdle
+	p.idle = append(p.idle, c)
+	hook := p.onIdle
+	p.mu.Unlock()
+	if hook != nil {
+		hook(c)
+	}
+}
+
+// Destroy closes a checked-out connection that must not be reused.
+func (p *Pool[T]) Destroy(c *Conn[T]) {
+	p.mu.Lock()
+	if c.state != stateBusy || c.pool != p {
+		p.mu.Unlock()
+		panic("BUG: pool: destroy of a connection that is not checked out")
+	}
+	p.busy--
+	p.dropLocked(c)
+	p.grantCreatesLocked()
+	p.signalDrainedLocked()
+	p.mu.Unlock()
+	c.closeValue()
+}
+
+func (p *Pool[T]) dropLocked(c *Conn[T]) {
+	c.state = stateClosed
+	p.total--
+	p.counters.Closed++
+}
+
+func (p *Pool[T]) signalDrainedLocked() {
+	if p.busy+p.creating > 0 {
+		return
+	}
+	for _, ch := range p.drained {
+		close(ch)
+	}
+	p.drained = nil
+}

@@ -1,0 +1,403 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type fakeConn struct {
+	id     int
+	closed atomic.Bool
+}
+
+func (f *fakeConn) Close() error { f.closed.Store(true); return nil }
+
+// connector is a controllable Connector: each connect blocks until the test
+// lets it through (when gated) and counts how many run at once.
+type connector struct {
+	mu       sync.Mutex
+	n        int
+	inflight int
+	peak     int
+	gate     chan struct{} // nil = connect at once
+	fail     atomic.Bool
+}
+
+func (c *connector) connect(ctx context.Context) (*fakeConn, error) {
+	c.mu.Lock()
+	c.n++
+	id := c.n
+	c.inflight++
+	if c.inflight > c.peak {
+		c.peak = c.inflight
+	}
+	gate := c.gate
+	c.mu.Unlock()
+	defer func() { c.mu.Lock(); c.inflight--; c.mu.Unlock() }()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if c.fail.Load() {
+		return nil, errors.New("refused")
+	}
+	return &fakeConn{id: id}, nil
+}
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+func newTestPool(t *testing.T, cfg Config, cn *connector, clk *clock) *Pool[*fakeConn] {
+	t.Helper()
+	o := Options[*fakeConn]{Config: cfg, Connect: cn.connect, Jitter: func() float64 { return 1 }}
+	if clk != nil {
+		o.Now = clk.Now
+	}
+	p := New(o)
+	t.Cleanup(p.Close)
+	return p
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, 5*time.Second, time.Millisecond)
+}
+
+func TestAcquireReleaseReuses(t *testing.T) {
+	cn := &connector{}
+	p := newTestPool(t, Config{MaxSize: 2, MaxParallelCreates: 2}, cn, nil)
+	c1, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	p.Release(c1)
+	c2, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	require.Same(t, c1, c2, "an idle connection is reused before a new one is opened")
+	require.Equal(t, 1, cn.n)
+	p.Release(c2)
+}
+
+func TestFIFOHandoff(t *testing.T) {
+	cn := &connector{}
+	p := newTestPool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, cn, nil)
+	held, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+
+	const n = 20
+	order := make(chan int, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		// Enqueue one at a time so the arrival order is known.
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			c, err := p.Acquire(context.Background())
+			if err != nil {
+				order <- -1
+				return
+			}
+			order <- i
+			p.Release(c)
+		}(i)
+		waitFor(t, func() bool { return p.Stats().Waiting == i+1 })
+	}
+	p.Release(held)
+	wg.Wait()
+	close(order)
+	want := 0
+	for got := range order {
+		require.Equal(t, want, got, "waiters must be served in arrival order")
+		want++
+	}
+	require.Equal(t, 1, cn.n, "one connection served everyone by direct handoff")
+	require.EqualValues(t, n, p.Stats().Handoffs)
+}
+
+func TestBurstGateBoundsParallelCreates(t *testing.T) {
+	cn := &connector{gate: make(chan struct{})}
+	p := newTestPool(t, Config{MaxSize: 40, MaxParallelCreates: 2}, cn, nil)
+	const clients = 50
+	var wg sync.WaitGroup
+	var got atomic.Int32
+	for i := 0; i < clients; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := p.Acquire(context.Background())
+			if err != nil {
+				return
+			}
+			got.Add(1)
+			p.Release(c)
+		}()
+	}
+	waitFor(t, func() bool { s := p.Stats(); return s.Creating == 2 && s.Waiting == clients-2 })
+	// Let connects finish one by one; the gate never lets more than 2 run.
+	for i := 0; got.Load() < clients; i++ {
+		select {
+		case cn.gate <- struct{}{}:
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	wg.Wait()
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	require.LessOrEqual(t, cn.peak, 2)
+	require.EqualValues(t, clients, got.Load())
+	require.Less(t, cn.n, clients, "most clients were served by handoff, not by a connect of their own")
+}
+
+func TestWaiterTimeoutAndGrantRace(t *testing.T) {
+	cn := &connector{}
+	p := newTestPool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, cn, nil)
+	held, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = p.Acquire(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, 0, p.Stats().Waiting, "a timed-out waiter leaves the queue")
+	p.Release(held)
+	s := p.Stats()
+	require.Equal(t, 1, s.Idle, "no waiter: the connection goes idle")
+	require.EqualValues(t, 1, s.WaitCancels)
+}
+
+func TestAbandonPassesGrantOn(t *testing.T) {
+	cn := &connector{}
+	p := newTestPool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, cn, nil)
+	held, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	_, _, w, err := p.tryAcquire()
+	require.NoError(t, err)
+	require.NotNil(t, w)
+	p.Release(held) // handed to w
+	cancel()
+	p.abandon(w)
+	_ = ctx
+	s := p.Stats()
+	require.Equal(t, 1, s.Idle, "the grant that raced with cancellation returns to the pool")
+	require.Equal(t, 0, s.Busy)
+}
+
+func TestCreateFailureGrantsNextWaiter(t *testing.T) {
+	cn := &connector{}
+	cn.fail.Store(true)
+	p := newTestPool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, cn, nil)
+	_, err := p.Acquire(context.Background())
+	require.Error(t, err)
+	cn.fail.Store(false)
+	c, err := p.Acquire(context.Background())
+	require.NoError(t, err, "a failed connect frees its slot")
+	p.Release(c)
+	s := p.Stats()
+	require.Equal(t, 1, s.Total)
+	require.EqualValues(t, 1, s.CreateErrors)
+}
+
+func TestLifetimeAndIdleTimeout(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     Config
+		served  bool
+		advance time.Duration
+		closed  int
+	}{
+		{"idle timeout closes a served connection", Config{IdleTimeout: time.Minute}, true, 2 * time.Minute, 1},
+		{"idle timeout spares a warmed connection", Config{IdleTimeout: time.Minute, MinSize: 1}, false, 2 * time.Minute, 0},
+		{"lifetime closes a warmed connection", Config{Lifetime: time.Minute, MinSize: 1}, false, 2 * time.Minute, 1},
+		{"young connection stays", Config{IdleTimeout: time.Minute, Lifetime: time.Hour}, true, 30 * time.Second, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := &clock{now: time.Unix(1000, 0)}
+			cn := &connector{}
+			tt.cfg.MaxSize, tt.cfg.MaxParallelCreates = 2, 2
+			p := newTestPool(t, tt.cfg, cn, clk)
+			if tt.served {
+				c, err := p.Acquire(context.Background())
+				require.NoError(t, err)
+				p.Release(c)
+			} else {
+				n, deferred, err := p.Replenish(context.Background())
+				require.NoError(t, err)
+				require.False(t, deferred)
+				require.Equal(t, 1, n)
+			}
+			clk.Advance(tt.advance)
+			require.Equal(t, tt.closed, p.Retain(-1))
+			require.Equal(t, 1-tt.closed, p.Stats().Idle)
+		})
+	}
+}
+
+func TestRetainBudget(t *testing.T) {
+	clk := &clock{now: time.Unix(1000, 0)}
+	p := newTestPool(t, Config{MaxSize: 5, MaxParallelCreates: 5, IdleTimeout: time.Second}, &connector{}, clk)
+	var cs []*Conn[*fakeConn]
+	for i := 0; i < 5; i++ {
+		c, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		cs = append(cs, c)
+	}
+	for _, c := range cs {
+		p.Release(c)
+	}
+	clk.Advance(time.Minute)
+	require.Equal(t, 3, p.Retain(3))
+	require.Equal(t, 2, p.Retain(3))
+	require.Equal(t, 0, p.Stats().Total)
+}
+
+func TestReconnectEpoch(t *testing.T) {
+	cn := &connector{}
+	p := newTestPool(t, Config{MaxSize: 2, MaxParallelCreates: 2}, cn, nil)
+	a, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	b, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	p.Release(a)
+	p.Reconnect()
+	require.True(t, a.Value.closed.Load(), "idle connection of the old epoch closed at once")
+	p.Release(b)
+	require.True(t, b.Value.closed.Load(), "busy connection of the old epoch closed on return")
+	c, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	require.EqualValues(t, 1, c.Epoch())
+	p.Release(c)
+}
+
+func TestIdleCheckFailureStartsNewEpoch(t *testing.T) {
+	clk := &clock{now: time.Unix(1000, 0)}
+	cn := &connector{}
+	var checks atomic.Int32
+	p := New(Options[*fakeConn]{
+		Config:  Config{MaxSize: 2, MaxParallelCreates: 2, IdleCheckTimeout: time.Second},
+		Connect: cn.connect,
+		Check: func(ctx context.Context, v *fakeConn) error {
+			checks.Add(1)
+			return errors.New("server closed the connection")
+		},
+		Now: clk.Now,
+	})
+	defer p.Close()
+	c, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	p.Release(c)
+	c2, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	require.Same(t, c, c2, "recently used: no probe")
+	p.Release(c2)
+	clk.Advance(2 * time.Second)
+	c3, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	require.NotSame(t, c, c3, "the failed probe discarded the old connection")
+	require.EqualValues(t, 1, checks.Load())
+	require.EqualValues(t, 1, p.Stats().Epoch)
+	p.Release(c3)
+}
+
+func TestPauseResume(t *testing.T) {
+	p := newTestPool(t, Config{MaxSize: 2, MaxParallelCreates: 2}, &connector{}, nil)
+	c, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	paused := make(chan error, 1)
+	go func() { paused <- p.Pause(context.Background()) }()
+	waitFor(t, func() bool { return p.Stats().Paused })
+	select {
+	case <-paused:
+		t.Fatal("PAUSE returned while a connection is in use")
+	default:
+	}
+	p.Release(c)
+	require.NoError(t, <-paused)
+	require.Equal(t, 0, p.Stats().Total, "paused pool keeps no server connection")
+
+	got := make(chan error, 1)
+	go func() {
+		c, err := p.Acquire(context.Background())
+		if err == nil {
+			p.Release(c)
+		}
+		got <- err
+	}()
+	select {
+	case <-got:
+		t.Fatal("acquire succeeded while paused")
+	case <-time.After(20 * time.Millisecond):
+	}
+	p.Resume()
+	require.NoError(t, <-got)
+}
+
+func TestCloseFailsWaiters(t *testing.T) {
+	p := newTestPool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, &connector{}, nil)
+	c, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() { _, err := p.Acquire(context.Background()); got <- err }()
+	waitFor(t, func() bool { return p.Stats().Waiting == 1 })
+	p.Close()
+	require.ErrorIs(t, <-got, ErrClosed)
+	p.Release(c)
+	require.True(t, c.Value.closed.Load())
+}
+
+func TestMisuseIsABug(t *testing.T) {
+	p := newTestPool(t, Config{MaxSize: 1}, &connector{}, nil)
+	c, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	p.Release(c)
+	require.PanicsWithValue(t, "BUG: pool: release of a connection that is not checked out", func() { p.Release(c) })
+}
+
+func TestConcurrentStress(t *testing.T) {
+	cn := &connector{}
+	p := newTestPool(t, Config{MaxSize: 4, MaxParallelCreates: 2}, cn, nil)
+	var wg sync.WaitGroup
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			for j := 0; j < 200; j++ {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(1+j%3)*time.Millisecond)
+				c, err := p.Acquire(ctx)
+				cancel()
+				if err != nil {
+					continue
+				}
+				if (i+j)%17 == 0 {
+					p.Destroy(c)
+				} else {
+					p.Release(c)
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	s := p.Stats()
+	require.Equal(t, 0, s.Busy)
+	require.Equal(t, 0, s.Creating)
+	require.Equal(t, s.Idle, s.Total)
+	require.LessOrEqual(t, s.Total, 4)
+	cn.mu.Lock()
+	require.LessOrEqual(t, cn.peak, 2)
+	cn.mu.Unlock()
+}
