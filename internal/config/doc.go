@@ -1,0 +1,29 @@
+// Package config loads, defaults, resolves and validates the pg_doorman
+// configuration (YAML .yaml/.yml or legacy TOML .toml, chosen by extension).
+//
+// Load reads each file once and parses it twice: through viper for every
+// section but pools, and raw (yaml.v3 / go-toml/v2) for pools, because viper
+// lower-cases map keys while pool names are case-sensitive database names.
+// Decoding is strict: unknown keys (also upper-case spellings outside pools)
+// are errors. All problems come back at once via errors.Join as *KeyError,
+// each message starting with its key path ("pools.db.users[0].pool_sise:
+// unknown key"); warnings are returned separately, even on error.
+//
+// Sources, later overriding earlier for general/prometheus keys: documented
+// defaults, the main file, include.files in order (relative to the main
+// file, formats mixed, no nested include), then environment variables
+// PG_DOORMAN_GENERAL_<KEY> / PG_DOORMAN_PROMETHEUS_<KEY> for scalar keys.
+// Pools are added; one pool in two files is an error naming both. Then
+// inheritance is resolved (pool timeouts, scaling and Patroni keys from
+// general; user server_lifetime and pool_mode from the pool; server_database
+// and auth_query.database default to the pool name), so consumers read
+// plain fields. Durations: bare integer = ms, or "100ms"/"5s"/"5m"/"1h"/"1d";
+// tcp_keepalives_idle/interval and tcp_user_timeout are integer seconds.
+// Sizes: bare integer = bytes, or B/K/KB/M/MB/G/GB (binary, any case).
+//
+// Extensions: general.unix_socket_dir ("/tmp"; "" disables the unix
+// listener; see UnixSocketPath), users[].pool_mode, environment overrides.
+// Tokio-only keys are stored and mean nothing here. pg_hba text is loaded,
+// not parsed. Settings and Redacted mask secrets for SHOW CONFIG and logs.
+// A loaded *Config is read-only and safe to share; reload builds a new one.
+package config

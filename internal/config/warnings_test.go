@@ -1,0 +1,85 @@
+package config
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestWarnings(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		want []string
+	}{
+		{
+			name: "reserve pool timeout longer than query wait timeout",
+			doc: `
+general: {query_wait_timeout: 2000}
+pools:
+  db:
+    max_db_connections: 10
+    reserve_pool_timeout: 3s
+    users: [{username: u, password: ` + md5Verifier + `}]
+`,
+			want: []string{"pools.db.reserve_pool_timeout: 3s is longer than general.query_wait_timeout 2s"},
+		},
+		{
+			name: "no warning without max_db_connections",
+			doc: `
+general: {query_wait_timeout: 2000}
+pools:
+  db:
+    reserve_pool_timeout: 3s
+    users: [{username: u, password: ` + md5Verifier + `}]
+`,
+		},
+		{
+			name: "empty password and no users",
+			doc: `
+pools:
+  db:
+    users: [{username: u}, {username: p, auth_pam_service: login}]
+  empty: {}
+`,
+			want: []string{
+				"pools.db.users[0].password: empty, only clients matched by a pg_hba trust rule can log in",
+				"pools.empty: no users and no auth_query, nobody can connect",
+			},
+		},
+		{
+			name: "log level filters and auth_query without placeholder",
+			doc: `
+general: {log_level: "warn,pg_doorman::pool=debug"}
+pools:
+  db:
+    auth_query: {query: "SELECT passwd FROM pg_shadow", user: a}
+`,
+			want: []string{
+				`general.log_level: per-module filters "pg_doorman::pool=debug" are ignored`,
+				"pools.db.auth_query.query: has no $1 placeholder",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{"c.yaml": tt.doc})
+			cfg, warnings, err := Load(filepath.Join(dir, "c.yaml"))
+			require.NoError(t, err)
+			require.NotNil(t, cfg)
+			require.Len(t, warnings, len(tt.want), "%q", warnings)
+			for i, w := range tt.want {
+				require.Contains(t, warnings[i], w)
+			}
+		})
+	}
+}
+
+func TestWarningsReturnedWithErrors(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"c.yaml": "general: {port: 0}\npools: {db: {}}\n"})
+	cfg, warnings, err := Load(filepath.Join(dir, "c.yaml"))
+	require.ErrorContains(t, err, "general.port")
+	require.Nil(t, cfg)
+	require.Equal(t, []string{"pools.db: no users and no auth_query, nobody can connect"}, warnings)
+}

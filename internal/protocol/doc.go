@@ -1,0 +1,27 @@
+// Package protocol frames and encodes PostgreSQL frontend/backend protocol v3 messages.
+//
+// Reader splits a byte stream into Frames (type byte, length, body) with a hard length
+// limit checked before any allocation; ForwardFrame streams oversized messages in
+// buffer-sized chunks. Typed messages (Query, Bind, ErrorResponse via Notice, ...) each
+// have Decode(body) and an append-style Encode(dst) that writes the whole frame.
+// ReadStartup/DecodeStartup handle the untyped startup phase.
+//
+// Buffer ownership: a Frame returned by Reader aliases the Reader's buffer and is valid
+// only until the next call on that Reader (Next, PeekHeader, ForwardFrame, Release,
+// Shrink, Reset). Decoded []byte fields alias the body passed to Decode; decoded string
+// fields are copies. Encode never retains dst.
+//
+// Concurrency: a Reader is owned by one goroutine; messages are plain values. Nothing in
+// this package starts goroutines, logs, or touches the network.
+//
+// Why not pgx's pgproto3 on the hot path: a pooler forwards most traffic as raw frames
+// and inspects only a few type bytes (ReadyForQueryStatus, ParseStatementName). pgproto3's
+// Backend/Frontend decode every message into structs and accept any length by default.
+// pgproto3 is used in tests as an independent oracle.
+//
+// Decoders treat input as untrusted: malformed bodies yield errors wrapping ErrMalformed,
+// never panics, and counts declared on the wire are checked against the remaining bytes
+// before anything is allocated for them. After a decoding error the fields are unspecified.
+//
+// Spec: https://www.postgresql.org/docs/current/protocol-message-formats.html
+package protocol
