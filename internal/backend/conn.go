@@ -1,0 +1,257 @@
+package backend
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/doorman-go/doorman/internal/auth"
+	"github.com/doorman-go/doorman/internal/protocol"
+)
+
+// MaxServerMessage bounds one message from PostgreSQL (1 GiB, PostgreSQL's
+// own limit for a field plus slack).
+const MaxServerMessage = 1<<30 + 1<<20
+
+// Credentials are what the pooler can prove to the server. At most one of
+// Password, MD5 or the SCRAM keys is normally set; all empty means trust.
+type Credentials struct {
+	User     string
+	Password string // plaintext server_password
+	MD5      string // "md5..." verifier: pass-the-hash
+	// SCRAM passthrough: the ClientKey recovered from a client's proof and
+	// the ServerKey of the same verifier.
+	SCRAMClientKey []byte
+	SCRAMServerKey []byte
+}
+
+// Options describe one server to connect to.
+type Options struct {
+	Network        string // "unix" or "tcp"
+	Address        string // socket path or host:port
+	Database       string
+	Params         [][2]string // extra startup parameters, e.g. application_name
+	Credentials    Credentials
+	ConnectTimeout time.Duration
+	KeepAlive      time.Duration
+	TCPUserTimeout time.Duration
+	NoDelay        bool
+}
+
+// Conn is one authenticated server connection.
+type Conn struct {
+	nc      net.Conn
+	Reader  *protocol.Reader
+	PID     uint32
+	Secret  uint32
+	Params  map[string]string // latest ParameterStatus values
+	Network string
+	Address string
+
+	// Session state the pooler must undo before another client uses this
+	// connection; set by the session from command tags.
+	DirtySet, DirtyPrepare, DirtyCursor bool
+	// Broken marks a connection that must be destroyed, not released.
+	Broken bool
+	// TxStatus is the status of the last ReadyForQuery.
+	TxStatus byte
+}
+
+// Address builds the network and address for a pool's server_host and
+// server_port: a host starting with '/' is a unix socket directory.
+func Address(host string, port int) (network, address string) {
+	if strings.HasPrefix(host, "/") {
+		return "unix", fmt.Sprintf("%s/.s.PGSQL.%d", strings.TrimRight(host, "/"), port)
+	}
+	return "tcp", net.JoinHostPort(host, fmt.Sprint(port))
+}
+
+// NetConn exposes the socket for forwarding.
+func (c *Conn) NetConn() net.Conn { return c.nc }
+
+// Write writes raw protocol bytes to the server.
+func (c *Conn) Write(b []byte) (int, error) { return c.nc.Write(b) }
+
+// Close sends Terminate and closes the socket.
+func (c *Conn) Close() error {
+	_ = c.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	_, _ = c.nc.Write([]byte{protocol.MsgTerminate, 0, 0, 0, 4})
+	return c.nc.Close()
+}
+
+// Connect opens and authenticates a server connection.
+func Connect(ctx context.Context, o Options) (*Conn, error) {
+	if o.ConnectTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.ConnectTimeout)
+		defer cancel()
+	}
+	d := net.Dialer{KeepAlive: o.KeepAlive}
+	nc, err := d.DialContext(ctx, o.Network, o.Address)
+	if err != nil {
+		return nil, &ConnectError{Addr: o.Address, Err: err}
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(o.NoDelay)
+		setUserTimeout(tc, o.TCPUserTimeout)
+	}
+	c := &Conn{nc: nc, Reader: protocol.NewReader(nc, 8192, MaxServerMessage), Params: map[string]string{}, Network: o.Network, Address: o.Address}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = nc.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
+	err = c.startup(o)
+	if !stop() || ctx.Err() != nil {
+		if err == nil {
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
+		_ = nc.Close()
+		if ctx.Err() != nil && !errors.As(err, new(*ServerError)) {
+			return nil, &ConnectError{Addr: o.Address, Err: fmt.Errorf("%w: %w", ctx.Err(), err)}
+		}
+		return nil, err
+	}
+	_ = nc.SetDeadline(time.Time{})
+	return c, nil
+}
+
+func (c *Conn) startup(o Options) error {
+	sm := protocol.StartupMessage{ProtocolVersion: protocol.ProtocolVersion3, Parameters: map[string]string{}}
+	add := func(k, v string) {
+		if _, ok := sm.Parameters[k]; !ok && v != "" {
+			sm.Parameters[k] = v
+			sm.Order = append(sm.Order, k)
+		}
+	}
+	add("user", o.Credentials.User)
+	add("database", o.Database)
+	for _, p := range o.Params {
+		add(p[0], p[1])
+	}
+	if _, err := c.nc.Write(sm.Encode(nil)); err != nil {
+		return &ConnectError{Addr: o.Address, Err: fmt.Errorf("send startup: %w", err)}
+	}
+	a := authenticator{cred: o.Credentials}
+	for {
+		f, err := c.Reader.Next()
+		if err != nil {
+			return &ConnectError{Addr: o.Address, Err: fmt.Errorf("read startup reply: %w", err)}
+		}
+		switch f.Type() {
+		case protocol.MsgAuthentication:
+			reply, err := a.step(f.Body())
+			if err != nil {
+				return fmt.Errorf("authenticate to %s as %q: %w", o.Address, o.Credentials.User, err)
+			}
+			if reply != nil {
+				if _, err := c.nc.Write(reply); err != nil {
+					return &ConnectError{Addr: o.Address, Err: fmt.Errorf("send auth reply: %w", err)}
+				}
+			}
+		case protocol.MsgParameterStatus:
+			var ps protocol.ParameterStatus
+			if err := ps.Decode(f.Body()); err != nil {
+				return fmt.Errorf("server %s: %w", o.Address, err)
+			}
+			c.Params[ps.Name] = ps.Value
+		case protocol.MsgBackendKeyData:
+			var k protocol.BackendKeyData
+			if err := k.Decode(f.Body()); err != nil {
+				return fmt.Errorf("server %s: %w", o.Address, err)
+			}
+			c.PID, c.Secret = k.ProcessID, k.SecretKey
+		case protocol.MsgReadyForQuery:
+			if !a.done {
+				return fmt.Errorf("server %s: ReadyForQuery before authentication", o.Address)
+			}
+			c.TxStatus = protocol.ReadyForQueryStatus(f)
+			return nil
+		case protocol.MsgErrorResponse:
+			n := &protocol.Notice{}
+			if err := n.Decode(f.Body()); err != nil {
+				return fmt.Errorf("server %s: %w", o.Address, err)
+			}
+			return &ServerError{Notice: *n}
+		case protocol.MsgNoticeResponse, protocol.MsgNegotiateProtocolVersion:
+		default:
+			return fmt.Errorf("server %s: unexpected message %q during startup", o.Address, f.Type())
+		}
+	}
+}
+
+// authenticator answers the server's authentication requests.
+type authenticator struct {
+	cred  Credentials
+	scram *auth.SCRAMClient
+	done  bool
+}
+
+func (a *authenticator) step(body []byte) ([]byte, error) {
+	m, err := protocol.DecodeAuthentication(body)
+	if err != nil {
+		return nil, err
+	}
+	switch m := m.(type) {
+	case *protocol.AuthenticationOk:
+		a.done = true
+		return nil, nil
+	case *protocol.AuthenticationCleartextPassword:
+		if a.cred.Password == "" {
+			return nil, errors.New("server asks for a cleartext password and no server_password is configured")
+		}
+		return protocol.PasswordMessage{Password: a.cred.Password}.Encode(nil), nil
+	case *protocol.AuthenticationMD5Password:
+		verifier := a.cred.MD5
+		if a.cred.Password != "" {
+			verifier = auth.MD5Verifier(a.cred.User, a.cred.Password)
+		}
+		if verifier == "" {
+			return nil, errors.New("server asks for md5 and the pool has no md5 hash or password for this user")
+		}
+		return protocol.PasswordMessage{Password: auth.MD5Response(verifier, m.Salt)}.Encode(nil), nil
+	case *protocol.AuthenticationSASL:
+		if !contains(m.Mechanisms, auth.SCRAMMechanism) {
+			return nil, fmt.Errorf("server offers SASL mechanisms %v, only %s is supported", m.Mechanisms, auth.SCRAMMechanism)
+		}
+		switch {
+		case a.cred.Password != "":
+			a.scram = auth.NewSCRAMClientPassword(a.cred.Password, rand.Reader)
+		case a.cred.SCRAMClientKey != nil:
+			a.scram = auth.NewSCRAMClientKeys(a.cred.SCRAMClientKey, a.cred.SCRAMServerKey, rand.Reader)
+		default:
+			return nil, ErrNoSCRAMKey
+		}
+		return protocol.SASLInitialResponse{Mechanism: auth.SCRAMMechanism, Data: a.scram.ClientFirst()}.Encode(nil), nil
+	case *protocol.AuthenticationSASLContinue:
+		if a.scram == nil {
+			return nil, errors.New("SASLContinue without SASL")
+		}
+		final, err := a.scram.ServerFirst(m.Data)
+		if err != nil {
+			return nil, err
+		}
+		return protocol.SASLResponse{Data: final}.Encode(nil), nil
+	case *protocol.AuthenticationSASLFinal:
+		if a.scram == nil {
+			return nil, errors.New("SASLFinal without SASL")
+		}
+		return nil, a.scram.ServerFinal(m.Data)
+	default:
+		return nil, fmt.Errorf("unsupported authentication request %T", m)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,22 @@
+package backend
+
+import (
+	"net"
+	"syscall"
+	"time"
+)
+
+// setUserTimeout sets TCP_USER_TIMEOUT so a dead peer is noticed while data
+// is unacknowledged, not after the kernel's 15-minute retransmission limit.
+func setUserTimeout(tc *net.TCPConn, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = raw.Control(func(fd uintptr) {
+		_ = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, 0x12 /* TCP_USER_TIMEOUT */, int(d.Milliseconds()))
+	})
+}

@@ -1,0 +1,208 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/doorman-go/doorman/internal/auth/hba"
+	"github.com/doorman-go/doorman/internal/config"
+	"github.com/doorman-go/doorman/internal/pooler"
+	"github.com/doorman-go/doorman/internal/session"
+)
+
+// Version is set by the linker.
+var Version = "0.1.0-dev"
+
+// Daemon is one running pg_doorman.
+type Daemon struct {
+	Log   *zap.Logger
+	Level zap.AtomicLevel
+
+	Pools   *pooler.Registry
+	Clients *session.Registry
+
+	cfgPath string
+	hba     atomic.Pointer[hba.Rules]
+	env     *session.Env
+	Hooks   Hooks
+
+	mu        sync.Mutex
+	listeners []net.Listener
+	conns     atomic.Int64 // open client sockets
+	wg        sync.WaitGroup
+	shutdown  chan struct{}
+	once      sync.Once
+	StartedAt time.Time
+
+	reloads       atomic.Uint64
+	reloadFailure atomic.Bool
+}
+
+// Hooks let the admin console and metrics plug in without an import cycle.
+type Hooks struct {
+	Admin   func(ctx context.Context, s *session.Session) error
+	Metrics session.Metrics
+	// OnReload is called after a successful reload with the new config.
+	OnReload func(*config.Config)
+	// Rejected counts refused client connections by reason.
+	Rejected func(reason string)
+}
+
+// New builds a daemon for a loaded configuration.
+func New(cfg *config.Config, log *zap.Logger, level zap.AtomicLevel) (*Daemon, error) {
+	d := &Daemon{
+		Log: log, Level: level, cfgPath: cfg.Path,
+		Pools:    pooler.NewRegistry(cfg, log),
+		Clients:  session.NewRegistry(),
+		shutdown: make(chan struct{}),
+	}
+	if err := d.setHBA(cfg); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Daemon) setHBA(cfg *config.Config) error {
+	if !cfg.General.PgHba.Set() {
+		d.hba.Store(nil)
+		return nil
+	}
+	rules, err := hba.Parse(cfg.General.PgHba.Content)
+	if err != nil {
+		return fmt.Errorf("general.pg_hba: %w", err)
+	}
+	d.hba.Store(rules)
+	return nil
+}
+
+// Config returns the configuration in force.
+func (d *Daemon) Config() *config.Config { return d.Pools.Config() }
+
+// Listen opens the TCP listener and, if configured, the unix socket.
+func (d *Daemon) Listen() error {
+	g := d.Config().General
+	addr := net.JoinHostPort(g.Host, fmt.Sprint(g.Port))
+	lc := net.ListenConfig{}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	d.listeners = append(d.listeners, ln)
+	if g.UnixSocketDir != "" {
+		path := config.UnixSocketPath(g.UnixSocketDir, g.Port)
+		_ = os.Remove(path)
+		uln, err := net.Listen("unix", path)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("listen on %s: %w", path, err)
+		}
+		_ = os.Chmod(path, 0o777)
+		d.listeners = append(d.listeners, uln)
+	}
+	return nil
+}
+
+// Addr is the TCP listen address (tests use port 0).
+func (d *Daemon) Addr() net.Addr { return d.listeners[0].Addr() }
+
+// Serve accepts clients until Shutdown. It returns when every session has
+// ended.
+func (d *Daemon) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d.StartedAt = time.Now()
+	d.env = &session.Env{
+		Pools: d.Pools, Clients: d.Clients, Log: d.Log,
+		HBA:     func() *hba.Rules { return d.hba.Load() },
+		Admin:   d.Hooks.Admin,
+		Metrics: d.Hooks.Metrics,
+	}
+	go d.Pools.Run(ctx)
+	var accept sync.WaitGroup
+	for _, ln := range d.listeners {
+		accept.Add(1)
+		go func(ln net.Listener) {
+			defer accept.Done()
+			d.acceptLoop(ctx, ln)
+		}(ln)
+	}
+	accept.Wait()
+	d.wg.Wait()
+	d.Pools.Close()
+	return nil
+}
+
+func (d *Daemon) acceptLoop(ctx context.Context, ln net.Listener) {
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// EMFILE and friends: back off instead of spinning.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			d.Log.Warn("accept failed", zap.Error(err), zap.Duration("retry_in", delay))
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		d.configureClientSocket(nc)
+		if n := d.conns.Add(1); n > int64(d.Config().General.MaxConnections) {
+			d.conns.Add(-1)
+			d.reject(nc, "max_connections", "53300", "sorry, too many clients already")
+			continue
+		}
+		d.wg.Add(1)
+		go d.serveClient(ctx, nc)
+	}
+}
+
+func (d *Daemon) serveClient(ctx context.Context, nc net.Conn) {
+	defer d.wg.Done()
+	defer d.conns.Add(-1)
+	session.Serve(ctx, d.env, nc)
+}
+
+func (d *Daemon) reject(nc net.Conn, reason, code, msg string) {
+	if d.Hooks.Rejected != nil {
+		d.Hooks.Rejected(reason)
+	}
+	go session.RejectStartup(nc, code, msg)
+}
+
+func (d *Daemon) configureClientSocket(nc net.Conn) {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	g := d.Config().General
+	_ = tc.SetNoDelay(g.TCPNoDelay)
+	if g.TCPSoLinger >= 0 {
+		_ = tc.SetLinger(g.TCPSoLinger)
+	}
+	if g.TCPKeepalivesIdle > 0 {
+		_ = tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: g.TCPKeepalivesIdle, Interval: g.TCPKeepalivesInterval, Count: g.TCPKeepalivesCount})
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = raw.Control(func(fd uintptr) {
+		if g.TCPUserTimeout > 0 {
+			_ = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, 0x12, int(g.TCPUserTimeout.Milliseconds()))
+		}
+	})
+}
+
+// ConnCount is the number of open client sockets.
+func (d *Daemon) ConnCount() int64 { return d.conns.Load() }

@@ -1,0 +1,108 @@
+package daemon
+
+import (
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/doorman-go/doorman/internal/config"
+	"github.com/doorman-go/doorman/internal/session"
+)
+
+// Reload reads the config file again and applies it. On any error the
+// running configuration stays.
+func (d *Daemon) Reload() error {
+	cfg, warnings, err := config.Load(d.cfgPath)
+	if err != nil {
+		d.reloadFailure.Store(true)
+		d.Log.Error("reload failed, keeping the running configuration", zap.Error(err))
+		return fmt.Errorf("reload: %w", err)
+	}
+	for _, w := range warnings {
+		d.Log.Warn(w)
+	}
+	old := d.Config().General
+	if cfg.General.Host != old.Host || cfg.General.Port != old.Port {
+		d.Log.Warn("general.host and general.port are fixed at start; restart to change them")
+	}
+	if err := d.setHBA(cfg); err != nil {
+		d.reloadFailure.Store(true)
+		d.Log.Error("reload failed, keeping the running configuration", zap.Error(err))
+		return err
+	}
+	d.Pools.Apply(cfg)
+	if lvl, err := zapLevel(cfg.General.LogLevel); err == nil {
+		d.Level.SetLevel(lvl)
+	}
+	d.reloads.Add(1)
+	d.reloadFailure.Store(false)
+	if d.Hooks.OnReload != nil {
+		d.Hooks.OnReload(cfg)
+	}
+	d.Log.Info("configuration reloaded", zap.String("path", d.cfgPath), zap.Int("pools", len(cfg.Pools)))
+	return nil
+}
+
+// ReloadStats reports successful reloads and whether the last one failed.
+func (d *Daemon) ReloadStats() (uint64, bool) { return d.reloads.Load(), d.reloadFailure.Load() }
+
+// Shutdown starts a graceful shutdown and returns at once; Serve returns
+// when it is done.
+func (d *Daemon) Shutdown() {
+	d.once.Do(func() {
+		close(d.shutdown)
+		go d.drain()
+	})
+}
+
+// ShuttingDown reports whether Shutdown was called.
+func (d *Daemon) ShuttingDown() bool {
+	select {
+	case <-d.shutdown:
+		return true
+	default:
+		return false
+	}
+}
+
+func (d *Daemon) drain() {
+	d.mu.Lock()
+	for _, ln := range d.listeners {
+		_ = ln.Close()
+	}
+	d.mu.Unlock()
+	for _, p := range d.Pools.Pools() {
+		p.Conns().Retain(-1) // closes nothing young; idle ones go below
+	}
+	timeout := d.Config().General.ShutdownTimeout
+	deadline := time.Now().Add(timeout)
+	busy := 0
+	for _, s := range d.Clients.List() {
+		if s.State() == session.StateActive || s.State() == session.StateWaiting {
+			busy++
+		}
+	}
+	d.Log.Info("shutting down", zap.Int("clients", d.Clients.Len()), zap.Int("in_transaction", busy), zap.Duration("shutdown_timeout", timeout))
+	for d.Clients.Len() > 0 && time.Now().Before(deadline) {
+		for _, s := range d.Clients.List() {
+			if st := s.State(); st == session.StateIdle || st == session.StateLogin {
+				s.Kill("58006", "pooler is shut down now")
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := d.Clients.Len(); n > 0 {
+		d.Log.Warn("shutdown_timeout reached, closing clients still in a transaction", zap.Int("clients", n))
+		d.Clients.CloseAll("58006", "pooler is shut down now")
+	}
+	d.Pools.Close()
+}
+
+// Done is closed when Shutdown has been called.
+func (d *Daemon) Done() <-chan struct{} { return d.shutdown }
+
+func zapLevel(s string) (zapcore.Level, error) {
+	return zapcore.ParseLevel(s)
+}

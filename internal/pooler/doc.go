@@ -1,0 +1,15 @@
+// Package pooler maps (database, user) to a server connection pool and
+// builds those pools from the configuration.
+//
+// A Registry holds one Pool per configured (database, user) pair. Each Pool
+// wraps a pool.Pool of backend connections, knows how to open them (server
+// address, server user, and the credentials for passthrough or an explicit
+// server_password) and keeps the per-pool statistics that SHOW POOLS, SHOW
+// STATS and the Prometheus exporter read. Apply swaps in a new configuration
+// on reload: new pools appear, removed ones are closed, resized ones keep
+// their connections.
+//
+// Everything here is safe for concurrent use. Counters are atomics updated
+// by the sessions on the hot path; the current configuration of a pool is an
+// atomic pointer, replaced as a whole on reload, never mutated in place.
+package pooler

@@ -1,0 +1,224 @@
+package pooler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/doorman-go/doorman/internal/auth"
+	"github.com/doorman-go/doorman/internal/backend"
+	"github.com/doorman-go/doorman/internal/config"
+	"github.com/doorman-go/doorman/internal/pool"
+)
+
+// Settings is the immutable slice of configuration one pool runs with.
+type Settings struct {
+	General *config.General
+	DB      *config.Pool
+	User    *config.User
+}
+
+// Mode returns the pool mode in force for this user.
+func (s *Settings) Mode() string { return s.User.PoolMode }
+
+// Conn is a checked-out server connection.
+type Conn = pool.Conn[*backend.Conn]
+
+// Pool is the server connection pool of one (database, user) pair.
+type Pool struct {
+	Database string
+	User     string
+	Stats    Stats
+
+	settings atomic.Pointer[Settings]
+	conns    *pool.Pool[*backend.Conn]
+
+	mu           sync.Mutex
+	serverParams map[string]string // from the most recent new connection
+	clientKey    []byte            // SCRAM ClientKey recovered from a client
+}
+
+func newPool(s *Settings) *Pool {
+	p := &Pool{Database: s.DB.Name, User: s.User.Username}
+	p.settings.Store(s)
+	p.conns = pool.New(pool.Options[*backend.Conn]{
+		Config:  poolConfig(s),
+		Connect: p.connect,
+		Check:   check,
+	})
+	return p
+}
+
+func poolConfig(s *Settings) pool.Config {
+	return pool.Config{
+		MaxSize:            s.User.PoolSize,
+		MinSize:            s.User.MinPoolSize,
+		MaxParallelCreates: s.General.ScalingMaxParallelCreates,
+		RoundRobin:         s.General.ServerRoundRobin,
+		IdleTimeout:        s.DB.IdleTimeout,
+		Lifetime:           s.User.ServerLifetime,
+		IdleCheckTimeout:   s.General.ServerIdleCheckTimeout,
+	}
+}
+
+func (p *Pool) apply(s *Settings) {
+	p.settings.Store(s)
+	p.conns.SetConfig(poolConfig(s))
+}
+
+// Settings returns the configuration the pool runs with now.
+func (p *Pool) Settings() *Settings { return p.settings.Load() }
+
+// Conns exposes the underlying connection pool (admin, tests).
+func (p *Pool) Conns() *pool.Pool[*backend.Conn] { return p.conns }
+
+// Acquire waits for a server connection at most query_wait_timeout
+// (0 = no limit) and counts the wait.
+func (p *Pool) Acquire(ctx context.Context) (*Conn, error) {
+	s := p.Settings()
+	if d := s.General.QueryWaitTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	start := time.Now()
+	p.Stats.ClientsWaiting.Add(1)
+	c, err := p.conns.Acquire(ctx)
+	p.Stats.ClientsWaiting.Add(-1)
+	wait := time.Since(start)
+	p.Stats.WaitTime.Add(uint64(wait.Microseconds()))
+	p.Stats.WaitCount.Add(1)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			p.Stats.WaitTimeouts.Add(1)
+			return nil, ErrWaitTimeout
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// ErrWaitTimeout means no server connection became free within
+// query_wait_timeout.
+var ErrWaitTimeout = errors.New("query_wait_timeout")
+
+// Release returns a clean connection; Destroy drops a broken one.
+func (p *Pool) Release(c *Conn) {
+	if c.Value.Broken {
+		p.conns.Destroy(c)
+		return
+	}
+	p.conns.Release(c)
+}
+
+// Destroy closes a connection that must not be reused.
+func (p *Pool) Destroy(c *Conn) { p.conns.Destroy(c) }
+
+// SetClientKey stores the SCRAM ClientKey recovered from a client's proof,
+// which passthrough needs to open server connections.
+func (p *Pool) SetClientKey(key []byte) {
+	p.mu.Lock()
+	p.clientKey = append([]byte(nil), key...)
+	p.mu.Unlock()
+}
+
+// ServerParams returns the ParameterStatus set of the server, opening a
+// connection if none has been seen yet.
+func (p *Pool) ServerParams(ctx context.Context) (map[string]string, error) {
+	p.mu.Lock()
+	sp := p.serverParams
+	p.mu.Unlock()
+	if sp != nil {
+		return sp, nil
+	}
+	c, err := p.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	params := copyParams(c.Value.Params)
+	p.Release(c)
+	return params, nil
+}
+
+func copyParams(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func (p *Pool) connect(ctx context.Context) (*backend.Conn, error) {
+	s := p.Settings()
+	o, err := p.options(s)
+	if err != nil {
+		return nil, err
+	}
+	c, err := backend.Connect(ctx, o)
+	if err != nil {
+		p.Stats.ConnectErrors.Add(1)
+		return nil, err
+	}
+	p.mu.Lock()
+	p.serverParams = copyParams(c.Params)
+	p.mu.Unlock()
+	return c, nil
+}
+
+func (p *Pool) options(s *Settings) (backend.Options, error) {
+	network, address := backend.Address(s.DB.ServerHost, s.DB.ServerPort)
+	o := backend.Options{
+		Network:        network,
+		Address:        address,
+		Database:       s.DB.ServerDatabase,
+		ConnectTimeout: s.DB.ConnectTimeout,
+		KeepAlive:      s.General.TCPKeepalivesIdle,
+		TCPUserTimeout: s.General.TCPUserTimeout,
+		NoDelay:        s.General.TCPNoDelay,
+	}
+	if s.DB.ApplicationName != "" {
+		o.Params = append(o.Params, [2]string{"application_name", s.DB.ApplicationName})
+	}
+	cred, err := p.credentials(s)
+	if err != nil {
+		return o, err
+	}
+	o.Credentials = cred
+	return o, nil
+}
+
+func (p *Pool) credentials(s *Settings) (backend.Credentials, error) {
+	u := s.User
+	if u.ServerUsername != "" && u.ServerUsername != u.Username {
+		return backend.Credentials{User: u.ServerUsername, Password: u.ServerPassword}, nil
+	}
+	c := backend.Credentials{User: u.Username, Password: u.ServerPassword}
+	if c.Password != "" {
+		return c, nil
+	}
+	switch {
+	case auth.IsMD5Verifier(u.Password):
+		c.MD5 = u.Password
+	case auth.IsSCRAMVerifier(u.Password):
+		v, err := auth.ParseSCRAMVerifier(u.Password)
+		if err != nil {
+			return c, fmt.Errorf("pool %s user %s: %w", s.DB.Name, u.Username, err)
+		}
+		p.mu.Lock()
+		c.SCRAMClientKey = p.clientKey
+		p.mu.Unlock()
+		c.SCRAMServerKey = v.ServerKey
+	}
+	return c, nil
+}
+
+// check is the liveness probe for connections idle past
+// server_idle_check_timeout: an empty query.
+func check(ctx context.Context, c *backend.Conn) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return c.Exec(ctx, ";")
+}

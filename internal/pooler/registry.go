@@ -1,0 +1,150 @@
+package pooler
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/doorman-go/doorman/internal/config"
+)
+
+type key struct{ db, user string }
+
+// Registry holds every pool of the running configuration.
+type Registry struct {
+	log *zap.Logger
+
+	mu    sync.RWMutex
+	cfg   *config.Config
+	pools map[key]*Pool
+}
+
+// NewRegistry builds the pools of cfg. No connection is opened yet.
+func NewRegistry(cfg *config.Config, log *zap.Logger) *Registry {
+	r := &Registry{log: log, pools: map[key]*Pool{}}
+	r.Apply(cfg)
+	return r
+}
+
+// Config returns the configuration in force.
+func (r *Registry) Config() *config.Config {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.cfg
+}
+
+// Lookup finds the pool of (database, user). Database names are
+// case-sensitive, as in PostgreSQL.
+func (r *Registry) Lookup(db, user string) (*Pool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	p, ok := r.pools[key{db, user}]
+	return p, ok
+}
+
+// HasDatabase reports whether a pool for db is configured.
+func (r *Registry) HasDatabase(db string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.cfg.Pools[db]
+	return ok
+}
+
+// Pools lists the pools sorted by database, then user.
+func (r *Registry) Pools() []*Pool {
+	r.mu.RLock()
+	out := make([]*Pool, 0, len(r.pools))
+	for _, p := range r.pools {
+		out = append(out, p)
+	}
+	r.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Database != out[j].Database {
+			return out[i].Database < out[j].Database
+		}
+		return out[i].User < out[j].User
+	})
+	return out
+}
+
+// Apply switches to cfg: new pools are created, existing ones take their new
+// settings and keep their connections, removed ones are closed (their busy
+// connections close as clients release them).
+func (r *Registry) Apply(cfg *config.Config) {
+	r.mu.Lock()
+	seen := map[key]bool{}
+	for name, db := range cfg.Pools {
+		for i := range db.Users {
+			u := &db.Users[i]
+			k := key{name, u.Username}
+			seen[k] = true
+			s := &Settings{General: &cfg.General, DB: db, User: u}
+			if p, ok := r.pools[k]; ok {
+				p.apply(s)
+				continue
+			}
+			r.pools[k] = newPool(s)
+		}
+	}
+	var removed []*Pool
+	for k, p := range r.pools {
+		if !seen[k] {
+			removed = append(removed, p)
+			delete(r.pools, k)
+		}
+	}
+	r.cfg = cfg
+	r.mu.Unlock()
+	for _, p := range removed {
+		p.conns.Close()
+		if r.log != nil {
+			r.log.Info("pool removed", zap.String("database", p.Database), zap.String("user", p.User))
+		}
+	}
+}
+
+// Run is the retain task: every retain_connections_time it closes idle
+// connections past idle_timeout or server_lifetime (at most
+// retain_connections_max per cycle over all pools) and replenishes pools
+// below min_pool_size.
+func (r *Registry) Run(ctx context.Context) {
+	for {
+		interval := r.Config().General.RetainConnectionsTime
+		if interval <= 0 {
+			interval = 30 * time.Second
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+		r.RetainOnce(ctx)
+	}
+}
+
+// RetainOnce runs one retain cycle.
+func (r *Registry) RetainOnce(ctx context.Context) {
+	max := r.Config().General.RetainConnectionsMax // 0 = no cap
+	remaining := max
+	for _, p := range r.Pools() {
+		switch {
+		case max == 0:
+			p.conns.Retain(-1)
+		case remaining > 0:
+			remaining -= p.conns.Retain(remaining)
+		}
+		if _, _, err := p.conns.Replenish(ctx); err != nil && r.log != nil {
+			r.log.Warn("replenish failed", zap.String("database", p.Database), zap.String("user", p.User), zap.Error(err))
+		}
+	}
+}
+
+// Close closes every pool.
+func (r *Registry) Close() {
+	for _, p := range r.Pools() {
+		p.conns.Close()
+	}
+}

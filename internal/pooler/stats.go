@@ -1,0 +1,23 @@
+package pooler
+
+import "sync/atomic"
+
+// Stats are the cumulative counters of one pool, updated by sessions.
+// Times are in microseconds, like PgBouncer's SHOW STATS.
+type Stats struct {
+	XactCount      atomic.Uint64
+	QueryCount     atomic.Uint64
+	BytesReceived  atomic.Uint64 // from clients
+	BytesSent      atomic.Uint64 // to clients
+	XactTime       atomic.Uint64
+	QueryTime      atomic.Uint64
+	WaitTime       atomic.Uint64
+	WaitCount      atomic.Uint64
+	WaitTimeouts   atomic.Uint64
+	ServerErrors   atomic.Uint64 // server connections lost under a client
+	ConnectErrors  atomic.Uint64
+	ClientsTotal   atomic.Uint64 // logins
+	ClientsActive  atomic.Int64  // logged-in clients holding or waiting for a server
+	ClientsWaiting atomic.Int64  // clients queued in Acquire
+	Clients        atomic.Int64  // logged-in clients
+}

@@ -1,0 +1,74 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/doorman-go/doorman/internal/auth"
+	"github.com/doorman-go/doorman/internal/auth/hba"
+	"github.com/doorman-go/doorman/internal/protocol"
+)
+
+// serveAdmin authenticates an admin console client with admin_username and
+// admin_password (pg_hba applies here too) and hands it to Env.Admin.
+func (s *Session) serveAdmin(ctx context.Context) error {
+	s.Admin = true
+	g := s.general()
+	if s.User != g.AdminUsername {
+		s.loginFailed("admin")
+		s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
+		return fmt.Errorf("admin login as %q refused", s.User)
+	}
+	method := hba.MethodSCRAM
+	if rules := s.env.HBA(); rules != nil {
+		rule, ok := rules.Match(hba.Request{Local: s.Local, Addr: s.clientAddr(), Database: s.Database, User: s.User})
+		if !ok || rule.Method == hba.MethodReject || rule.Method == hba.MethodUnknown {
+			s.loginFailed("hba")
+			s.fatal("28000", fmt.Sprintf("no pg_hba.conf entry for host %q, user %q, database %q", s.addrString(), s.User, s.Database))
+			return errors.New("admin rejected by hba")
+		}
+		method = rule.Method
+	}
+	var err error
+	switch method {
+	case hba.MethodTrust:
+	case hba.MethodMD5:
+		err = s.authMD5(auth.MD5Verifier(g.AdminUsername, g.AdminPassword))
+	default:
+		salt := make([]byte, 16)
+		_, _ = rand.Read(salt)
+		_, err = s.authSCRAM(auth.NewSCRAMVerifier(g.AdminPassword, salt, 4096))
+	}
+	if err != nil {
+		return err
+	}
+	s.clientParams = map[string]string{
+		"server_version": "15.0 (pg_doorman)", "server_encoding": "UTF8", "client_encoding": "UTF8",
+		"DateStyle": "ISO, MDY", "integer_datetimes": "on", "standard_conforming_strings": "on",
+		"application_name": s.AppName, "TimeZone": "UTC", "in_hot_standby": "off",
+	}
+	if err := s.welcome(); err != nil {
+		return err
+	}
+	_ = s.nc.SetDeadline(zeroTime)
+	s.crd = protocol.NewReader(s.nc, 0, 1<<20)
+	if s.env.Admin == nil {
+		return errors.New("admin console not available")
+	}
+	return s.env.Admin(ctx, s)
+}
+
+func parsePrefix(s string) (netip.Prefix, error) {
+	if !strings.Contains(s, "/") {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return netip.Prefix{}, err
+		}
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	return netip.ParsePrefix(s)
+}

@@ -1,0 +1,23 @@
+// Package session runs one client connection of pg_doorman: startup,
+// authentication, and the forwarding of its transactions to server
+// connections borrowed from a pool. It is the only package that sees the
+// client side and the server side together.
+//
+// Ownership: one goroutine (Serve) owns the client socket's read side, the
+// client Reader and the buffer of bytes bound for the server. While a server
+// connection is attached, a second goroutine (serverLoop) owns that
+// connection's Reader and the buffer of bytes bound for the client; it is
+// the one that releases the connection to the pool at the safe point: the
+// client's last message was Sync, Query, FunctionCall (or the end of a COPY
+// started by one), every such message has had its ReadyForQuery, no
+// extended-protocol message is waiting for a Sync, and the transaction
+// status is idle. Writes to the client socket go through one mutex so that
+// a local answer and forwarded server bytes never interleave.
+//
+// While a client sits idle between transactions it holds no server
+// connection, no read buffer (the Reader releases it) and exactly one
+// goroutine.
+//
+// Spec: https://www.postgresql.org/docs/current/protocol-flow.html and
+// seed 002 (pool modes, authentication, pg_hba).
+package session

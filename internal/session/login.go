@@ -1,0 +1,283 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sort"
+
+	"go.uber.org/zap"
+
+	"github.com/doorman-go/doorman/internal/auth"
+	"github.com/doorman-go/doorman/internal/auth/hba"
+	"github.com/doorman-go/doorman/internal/backend"
+	"github.com/doorman-go/doorman/internal/pooler"
+	"github.com/doorman-go/doorman/internal/protocol"
+)
+
+// login authenticates a pool client and sends the welcome.
+func (s *Session) login(ctx context.Context, sm *protocol.StartupMessage) error {
+	p, ok := s.env.Pools.Lookup(s.Database, s.User)
+	if !ok {
+		s.loginFailed("no_pool")
+		if !s.env.Pools.HasDatabase(s.Database) {
+			s.fatal("3D000", fmt.Sprintf("no such database: %s", s.Database))
+			return fmt.Errorf("no such database %q", s.Database)
+		}
+		s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
+		return fmt.Errorf("no such user %q in pool %q", s.User, s.Database)
+	}
+	s.pool = p
+	verifier := p.Settings().User.Password
+	method, err := s.authMethod(verifier)
+	if err != nil {
+		return err
+	}
+	clientKey, err := s.authenticate(method, verifier)
+	if err != nil {
+		return err
+	}
+	if clientKey != nil {
+		p.SetClientKey(clientKey)
+	}
+	params, err := p.ServerParams(ctx)
+	if err != nil {
+		s.loginFailed("server_login")
+		return s.serverLoginFailed(err)
+	}
+	s.clientParams = params
+	if s.AppName != "" {
+		s.clientParams["application_name"] = s.AppName
+	}
+	if s.env.Metrics != nil {
+		s.env.Metrics.ClientLogin(s.Database, s.User)
+	}
+	p.Stats.ClientsTotal.Add(1)
+	return s.welcome()
+}
+
+func (s *Session) loginFailed(reason string) {
+	if s.env.Metrics != nil {
+		s.env.Metrics.LoginFailure(reason)
+	}
+}
+
+// serverLoginFailed turns a failure to open the first server connection
+// into a message for the client without leaking internal detail.
+func (s *Session) serverLoginFailed(err error) error {
+	var se *backend.ServerError
+	switch {
+	case errors.Is(err, pooler.ErrWaitTimeout):
+		s.fatal("08P01", "query_wait_timeout")
+	case errors.As(err, &se):
+		s.fatal(se.Code, "server login failed: "+se.Message)
+	case errors.Is(err, backend.ErrNoSCRAMKey):
+		s.fatal("08P01", "server login failed: SCRAM passthrough needs a client to log in with SCRAM first (set server_password or use scram-sha-256 auth)")
+	default:
+		s.fatal("08006", "server login failed: could not connect to server")
+	}
+	return fmt.Errorf("server login: %w", err)
+}
+
+// welcome sends AuthenticationOk, the ParameterStatus set, BackendKeyData
+// and ReadyForQuery.
+func (s *Session) welcome() error {
+	b := protocol.AuthenticationOk{}.Encode(nil)
+	keys := make([]string, 0, len(s.clientParams))
+	for k := range s.clientParams {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b = protocol.ParameterStatus{Name: k, Value: s.clientParams[k]}.Encode(b)
+	}
+	b = protocol.BackendKeyData{ProcessID: s.cancelPID, SecretKey: s.cancelSecret}.Encode(b)
+	b = protocol.ReadyForQuery{TxStatus: protocol.TxIdle}.Encode(b)
+	s.state.Store(StateIdle)
+	if err := s.Write(b); err != nil {
+		return fmt.Errorf("send welcome: %w", err)
+	}
+	return nil
+}
+
+// authMethod applies pg_hba (or the legacy hba list) and picks the
+// challenge for the stored verifier.
+func (s *Session) authMethod(verifier string) (hba.Method, error) {
+	rules := s.env.HBA()
+	if rules == nil {
+		if !s.legacyHBAAllows() {
+			s.loginFailed("hba")
+			s.fatal("28000", fmt.Sprintf("no pg_hba.conf entry for host %q, user %q, database %q", s.addrString(), s.User, s.Database))
+			return 0, errors.New("rejected by hba")
+		}
+		switch {
+		case auth.IsSCRAMVerifier(verifier):
+			return hba.MethodSCRAM, nil
+		case auth.IsMD5Verifier(verifier):
+			return hba.MethodMD5, nil
+		}
+		s.loginFailed("no_password")
+		s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
+		return 0, errors.New("user has no password verifier and no hba trust rule")
+	}
+	rule, ok := rules.Match(hba.Request{Local: s.Local, TLS: false, Addr: s.clientAddr(), Database: s.Database, User: s.User})
+	if !ok {
+		s.loginFailed("hba")
+		s.fatal("28000", fmt.Sprintf("no pg_hba.conf entry for host %q, user %q, database %q", s.addrString(), s.User, s.Database))
+		return 0, errors.New("no hba rule matched")
+	}
+	switch rule.Method {
+	case hba.MethodTrust:
+		return hba.MethodTrust, nil
+	case hba.MethodMD5:
+		// Like PostgreSQL: md5 falls back to SCRAM when the stored secret is SCRAM.
+		if auth.IsSCRAMVerifier(verifier) {
+			return hba.MethodSCRAM, nil
+		}
+		if auth.IsMD5Verifier(verifier) {
+			return hba.MethodMD5, nil
+		}
+	case hba.MethodSCRAM:
+		if auth.IsSCRAMVerifier(verifier) {
+			return hba.MethodSCRAM, nil
+		}
+	}
+	s.loginFailed("hba")
+	if rule.Method == hba.MethodReject {
+		s.fatal("28000", fmt.Sprintf("pg_hba.conf rejects connection for host %q, user %q, database %q", s.addrString(), s.User, s.Database))
+		return 0, fmt.Errorf("hba line %d rejects", rule.Line)
+	}
+	s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
+	return 0, fmt.Errorf("hba line %d method %s cannot be used with the stored password", rule.Line, rule.MethodName)
+}
+
+func (s *Session) addrString() string {
+	if s.Local {
+		return "[local]"
+	}
+	return s.clientAddr().String()
+}
+
+func (s *Session) legacyHBAAllows() bool {
+	list := s.general().Hba
+	if len(list) == 0 || s.Local {
+		return true
+	}
+	a := s.clientAddr()
+	for _, c := range list {
+		if pfx, err := parsePrefix(c); err == nil && pfx.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// authenticate runs the challenge. For SCRAM it returns the ClientKey
+// recovered from the client's proof (for passthrough).
+func (s *Session) authenticate(method hba.Method, verifier string) ([]byte, error) {
+	switch method {
+	case hba.MethodTrust:
+		return nil, nil
+	case hba.MethodMD5:
+		return nil, s.authMD5(verifier)
+	case hba.MethodSCRAM:
+		v, err := auth.ParseSCRAMVerifier(verifier)
+		if err != nil {
+			s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
+			return nil, fmt.Errorf("stored verifier: %w", err)
+		}
+		return s.authSCRAM(v)
+	}
+	return nil, fmt.Errorf("unsupported method %v", method)
+}
+
+func (s *Session) authFailed() error {
+	s.loginFailed("password")
+	s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
+	return fmt.Errorf("password authentication failed for user %q", s.User)
+}
+
+func (s *Session) authMD5(verifier string) error {
+	var salt [4]byte
+	_, _ = rand.Read(salt[:])
+	if err := s.Write(protocol.AuthenticationMD5Password{Salt: salt}.Encode(nil)); err != nil {
+		return err
+	}
+	body, err := s.readPassword()
+	if err != nil {
+		return err
+	}
+	var pm protocol.PasswordMessage
+	if err := pm.Decode(body); err != nil {
+		s.fatal("08P01", "invalid password packet")
+		return err
+	}
+	if !auth.CheckMD5(verifier, salt, pm.Password) {
+		return s.authFailed()
+	}
+	return nil
+}
+
+func (s *Session) authSCRAM(v auth.SCRAMVerifier) ([]byte, error) {
+	if err := s.Write(protocol.AuthenticationSASL{Mechanisms: []string{auth.SCRAMMechanism}}.Encode(nil)); err != nil {
+		return nil, err
+	}
+	body, err := s.readPassword()
+	if err != nil {
+		return nil, err
+	}
+	var init protocol.SASLInitialResponse
+	if err := init.Decode(body); err != nil || init.Mechanism != auth.SCRAMMechanism {
+		s.fatal("08P01", "invalid SASL initial response")
+		return nil, fmt.Errorf("sasl initial response: %v", err)
+	}
+	srv := auth.NewSCRAMServer(v, rand.Reader)
+	first, err := srv.ClientFirst(init.Data)
+	if err != nil {
+		s.fatal("08P01", "malformed SCRAM message")
+		return nil, err
+	}
+	if err := s.Write(protocol.AuthenticationSASLContinue{Data: first}.Encode(nil)); err != nil {
+		return nil, err
+	}
+	body, err = s.readPassword()
+	if err != nil {
+		return nil, err
+	}
+	var resp protocol.SASLResponse
+	if err := resp.Decode(body); err != nil {
+		s.fatal("08P01", "invalid SASL response")
+		return nil, err
+	}
+	final, err := srv.ClientFinal(resp.Data)
+	if err != nil {
+		if errors.Is(err, auth.ErrAuthFailed) {
+			return nil, s.authFailed()
+		}
+		s.fatal("08P01", "malformed SCRAM message")
+		return nil, err
+	}
+	if err := s.Write(protocol.AuthenticationSASLFinal{Data: final}.Encode(nil)); err != nil {
+		return nil, err
+	}
+	return srv.ClientKey(), nil
+}
+
+// readPassword reads the next 'p' message of the auth exchange.
+func (s *Session) readPassword() ([]byte, error) {
+	if s.crd == nil {
+		s.crd = protocol.NewReader(s.nc, 0, 64<<10)
+	}
+	f, err := s.crd.Next()
+	if err != nil {
+		return nil, fmt.Errorf("read auth response: %w", err)
+	}
+	if f.Type() != protocol.MsgPassword {
+		s.fatal("08P01", fmt.Sprintf("expected password response, got message type %q", f.Type()))
+		return nil, fmt.Errorf("expected password message, got %q", f.Type())
+	}
+	return f.Body(), nil
+}
+
+func (s *Session) logDebug(msg string, fields ...zap.Field) { s.log.Debug(msg, fields...) }

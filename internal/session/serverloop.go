@@ -1,0 +1,213 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/doorman-go/doorman/internal/pooler"
+	"github.com/doorman-go/doorman/internal/protocol"
+)
+
+// serverLoop forwards server → client while c is attached and releases c
+// at the safe point. It owns c's Reader and the client-bound buffer.
+func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
+	defer close(done)
+	conn := c.Value
+	rd := conn.Reader
+	st := &s.pool.Stats
+	stream := int(s.general().MessageSizeToBeStream)
+	if stream <= 0 {
+		stream = 1 << 20
+	}
+	transaction := s.pool.Settings().Mode() != "session"
+	buf := getBuf()
+	defer func() { putBuf(buf) }()
+	for {
+		if rd.Buffered() == 0 && len(*buf) > 0 {
+			if err := s.flushClient(buf); err != nil {
+				s.clientWriteFailed(c, err)
+				return
+			}
+		}
+		typ, n, err := rd.PeekHeader()
+		if err != nil {
+			s.serverReadFailed(c, err)
+			return
+		}
+		if n > stream {
+			if err := s.flushClient(buf); err != nil {
+				s.clientWriteFailed(c, err)
+				return
+			}
+			s.wmu.Lock()
+			m, err := rd.ForwardFrame(s.nc)
+			s.wmu.Unlock()
+			st.BytesSent.Add(uint64(m))
+			if err != nil {
+				if rd.Buffered() == 0 && m == 0 {
+					s.serverReadFailed(c, err)
+				} else {
+					s.clientWriteFailed(c, err)
+				}
+				return
+			}
+			continue
+		}
+		f, err := rd.Next()
+		if err != nil {
+			s.serverReadFailed(c, err)
+			return
+		}
+		*buf = append(*buf, f...)
+		switch typ {
+		case protocol.MsgReadyForQuery:
+			if s.readyForQuery(c, protocol.ReadyForQueryStatus(f), buf, transaction) {
+				return
+			}
+		case protocol.MsgCommandComplete:
+			conn.NoteCommandTag(f.Body())
+		case protocol.MsgParameterStatus:
+			conn.ApplyParameterStatus(f.Body())
+		case protocol.MsgErrorResponse:
+			if isFatal(f.Body()) {
+				conn.Broken = true
+			}
+		}
+	}
+}
+
+// readyForQuery handles one ReadyForQuery: it flushes everything to the
+// client and, at the safe point, releases the connection. It reports
+// whether serverLoop must end.
+func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transaction bool) bool {
+	c.Value.TxStatus = status
+	if err := s.flushClient(buf); err != nil {
+		s.clientWriteFailed(c, err)
+		return true
+	}
+	now := time.Now()
+	st := &s.pool.Stats
+	s.mu.Lock()
+	if s.pending > 0 {
+		s.pending--
+	}
+	if s.pending == 0 {
+		st.QueryCount.Add(1)
+		st.QueryTime.Add(uint64(now.Sub(s.queryStart).Microseconds()))
+	}
+	release := transaction && s.pending == 0 && !s.partial && status == protocol.TxIdle && !s.closing
+	if release {
+		s.srv, s.srvDone = nil, nil
+		st.XactCount.Add(1)
+		st.XactTime.Add(uint64(now.Sub(s.xactStart).Microseconds()))
+	}
+	s.mu.Unlock()
+	if release {
+		st.ClientsActive.Add(-1)
+		s.giveBack(c)
+	}
+	return release
+}
+
+// giveBack cleans a connection that served a client and returns it.
+func (s *Session) giveBack(c *pooler.Conn) {
+	conn := c.Value
+	if conn.Broken {
+		s.pool.Destroy(c)
+		return
+	}
+	set := s.pool.Settings()
+	if conn.TxStatus != protocol.TxIdle {
+		if err := s.execCleanup(c, "ROLLBACK"); err != nil {
+			return
+		}
+	}
+	if set.DB.CleanupServerConnections {
+		if q := cleanupQuery(set.Mode(), conn); q != "" {
+			if err := s.execCleanup(c, q); err != nil {
+				return
+			}
+		}
+		conn.DirtySet, conn.DirtyPrepare, conn.DirtyCursor = false, false, false
+	}
+	conn.Reader.Release()
+	s.pool.Release(c)
+}
+
+func (s *Session) execCleanup(c *pooler.Conn, q string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Value.Exec(ctx, q); err != nil {
+		s.log.Warn("server cleanup failed, closing server connection", zap.String("query", q), zap.Error(err))
+		s.pool.Destroy(c)
+		return err
+	}
+	return nil
+}
+
+func (s *Session) flushClient(buf *[]byte) error {
+	if len(*buf) == 0 {
+		return nil
+	}
+	s.wmu.Lock()
+	n, err := s.nc.Write(*buf)
+	s.wmu.Unlock()
+	s.pool.Stats.BytesSent.Add(uint64(n))
+	*buf = (*buf)[:0]
+	return err
+}
+
+// serverReadFailed handles a dead server under a client, and the wake-up
+// that detachOnExit causes when the client left first.
+func (s *Session) serverReadFailed(c *pooler.Conn, err error) {
+	s.mu.Lock()
+	closing := s.closing
+	clean := s.pending == 0 && !s.partial
+	s.srv, s.srvDone = nil, nil
+	s.mu.Unlock()
+	s.pool.Stats.ClientsActive.Add(-1)
+	var ne net.Error
+	if closing && errors.As(err, &ne) && ne.Timeout() && clean && c.Value.Reader.Buffered() == 0 {
+		// The client left between transactions (session mode) or inside
+		// one: roll back and clean, then the connection can serve others.
+		_ = c.Value.NetConn().SetReadDeadline(time.Time{})
+		s.giveBack(c)
+		return
+	}
+	s.pool.Destroy(c)
+	if closing {
+		return
+	}
+	s.pool.Stats.ServerErrors.Add(1)
+	if s.env.Metrics != nil {
+		s.env.Metrics.ServerLost(s.Database, s.User)
+	}
+	s.log.Warn("server connection lost under a client", zap.Uint32("server_pid", c.Value.PID), zap.Error(err))
+	s.Kill("08006", "server connection closed unexpectedly: the server process was terminated or the network failed; the transaction state is unknown")
+}
+
+// clientWriteFailed: the client is gone or stopped reading. The server may
+// be mid-result, so its connection cannot be reused.
+func (s *Session) clientWriteFailed(c *pooler.Conn, err error) {
+	s.mu.Lock()
+	s.srv, s.srvDone = nil, nil
+	s.mu.Unlock()
+	s.pool.Stats.ClientsActive.Add(-1)
+	s.pool.Destroy(c)
+	_ = s.nc.Close()
+	s.log.Debug("client write failed, server connection closed", zap.Error(err))
+}
+
+func isFatal(body []byte) bool {
+	// Severity field 'S' comes first in PostgreSQL's ErrorResponse.
+	i := bytes.IndexByte(body, 'S')
+	if i != 0 {
+		return false
+	}
+	return bytes.HasPrefix(body[1:], []byte("FATAL")) || bytes.HasPrefix(body[1:], []byte("PANIC"))
+}

@@ -1,0 +1,302 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/doorman-go/doorman/internal/auth/hba"
+	"github.com/doorman-go/doorman/internal/backend"
+	"github.com/doorman-go/doorman/internal/config"
+	"github.com/doorman-go/doorman/internal/pooler"
+	"github.com/doorman-go/doorman/internal/protocol"
+)
+
+// MaxClientMessage bounds one client message (PostgreSQL's own limit).
+const MaxClientMessage = protocol.DefaultMaxMessageLength
+
+// loginTimeout bounds startup and authentication of a client.
+const loginTimeout = 60 * time.Second
+
+// AdminDatabases are the virtual databases of the admin console.
+var AdminDatabases = map[string]bool{"pgdoorman": true, "pgbouncer": true}
+
+// Env is what sessions share with the daemon.
+type Env struct {
+	Pools   *pooler.Registry
+	Clients *Registry
+	Log     *zap.Logger
+	// HBA returns the pg_hba rules in force, nil when none are configured.
+	HBA func() *hba.Rules
+	// Admin runs the admin console for an authenticated admin session.
+	Admin func(ctx context.Context, s *Session) error
+	// Metrics hooks may be nil.
+	Metrics Metrics
+}
+
+// Metrics receives session events for Prometheus.
+type Metrics interface {
+	ClientLogin(db, user string)
+	LoginFailure(reason string)
+	ServerLost(db, user string)
+}
+
+// State of a client for SHOW CLIENTS.
+const (
+	StateLogin   = "login"
+	StateIdle    = "idle"
+	StateActive  = "active"
+	StateWaiting = "waiting"
+)
+
+// Session is one client connection.
+type Session struct {
+	ID          uint64
+	Database    string
+	User        string
+	AppName     string
+	ConnectedAt time.Time
+	RemoteAddr  net.Addr
+	Local       bool // came in on the unix socket
+	Admin       bool
+
+	env   *Env
+	nc    net.Conn
+	crd   *protocol.Reader
+	pool  *pooler.Pool
+	log   *zap.Logger
+	state atomic.Value // string
+
+	wmu sync.Mutex // serialises writes to nc
+
+	mu        sync.Mutex
+	srv       *pooler.Conn // attached server connection, nil between transactions
+	srvDone   chan struct{}
+	pending   int  // Query/Sync/FunctionCall sent and not yet answered by ReadyForQuery
+	partial   bool // extended-protocol messages sent after the last Sync
+	closing   bool // the client is gone: serverLoop must not release into a session
+	killed    bool
+	xactStart time.Time
+	queryStart time.Time
+
+	cancelPID, cancelSecret uint32
+	clientParams            map[string]string // what the client has been told
+	sbuf                    []byte            // bytes for the server, owned by Serve
+}
+
+// State returns the client's state for SHOW CLIENTS.
+func (s *Session) State() string {
+	v, _ := s.state.Load().(string)
+	return v
+}
+
+// ServerPID returns the PID of the attached server connection, 0 if none.
+func (s *Session) ServerPID() uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv == nil {
+		return 0
+	}
+	return s.srv.Value.PID
+}
+
+// CancelKey is the key pg_doorman gave the client in BackendKeyData.
+func (s *Session) CancelKey() (pid, secret uint32) { return s.cancelPID, s.cancelSecret }
+
+// Conn returns the client socket (admin console).
+func (s *Session) Conn() net.Conn { return s.nc }
+
+// Reader returns the client Reader (admin console).
+func (s *Session) Reader() *protocol.Reader { return s.crd }
+
+// Write writes bytes to the client under the write lock.
+func (s *Session) Write(b []byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	_, err := s.nc.Write(b)
+	return err
+}
+
+// Kill sends a FATAL error to the client and closes its socket.
+func (s *Session) Kill(code, msg string) {
+	s.mu.Lock()
+	s.killed = true
+	s.mu.Unlock()
+	_ = s.nc.SetWriteDeadline(time.Now().Add(time.Second))
+	_ = s.Write(protocol.AppendError(nil, "FATAL", code, msg))
+	_ = s.nc.Close()
+}
+
+// Serve runs a client connection to its end. It closes nc.
+func Serve(ctx context.Context, env *Env, nc net.Conn) {
+	s := &Session{env: env, nc: nc, ConnectedAt: time.Now(), RemoteAddr: nc.RemoteAddr()}
+	_, s.Local = nc.(*net.UnixConn)
+	s.state.Store(StateLogin)
+	s.log = env.Log
+	defer nc.Close()
+	err := s.serve(ctx)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, errClientGone) {
+		s.log.Debug("client session ended", zap.Uint64("session", s.ID), zap.String("user", s.User),
+			zap.String("database", s.Database), zap.Stringer("addr", s.RemoteAddr), zap.Error(err))
+	}
+}
+
+var errClientGone = errors.New("client disconnected")
+
+func (s *Session) serve(ctx context.Context) error {
+	_ = s.nc.SetDeadline(time.Now().Add(loginTimeout))
+	sm, err := s.readStartup(ctx)
+	if err != nil || sm == nil {
+		return err
+	}
+	s.Database = sm.Parameters["database"]
+	if s.Database == "" {
+		s.Database = sm.Parameters["user"]
+	}
+	s.User = sm.Parameters["user"]
+	s.AppName = sm.Parameters["application_name"]
+	s.env.Clients.add(s)
+	defer s.env.Clients.remove(s)
+	s.log = s.log.With(zap.Uint64("session", s.ID), zap.String("user", s.User), zap.String("database", s.Database))
+
+	if AdminDatabases[s.Database] {
+		return s.serveAdmin(ctx)
+	}
+	if err := s.login(ctx, sm); err != nil {
+		return err
+	}
+	_ = s.nc.SetDeadline(time.Time{})
+	g := s.env.Pools.Config().General
+	if g.LogClientConnections {
+		s.log.Info("client connected", zap.Stringer("addr", s.RemoteAddr), zap.String("application_name", s.AppName))
+	}
+	s.pool.Stats.Clients.Add(1)
+	defer s.pool.Stats.Clients.Add(-1)
+	err = s.run(ctx)
+	if g.LogClientDisconnections {
+		s.log.Info("client disconnected", zap.Stringer("addr", s.RemoteAddr), zap.Duration("session_time", time.Since(s.ConnectedAt)))
+	}
+	return err
+}
+
+// readStartup handles SSLRequest/GSSENCRequest (both refused with 'N'),
+// CancelRequest (forwarded, returns nil message) and StartupMessage.
+func (s *Session) readStartup(ctx context.Context) (*protocol.StartupMessage, error) {
+	for {
+		payload, err := protocol.ReadStartup(s.nc, 0)
+		if err != nil {
+			return nil, fmt.Errorf("read startup packet: %w", err)
+		}
+		m, err := protocol.DecodeStartup(payload)
+		if err != nil {
+			code := "08P01"
+			var upe *protocol.UnsupportedProtocolError
+			switch {
+			case errors.As(err, &upe):
+				code = upe.SQLState()
+			case errors.Is(err, protocol.ErrNoUser):
+				code = "28000"
+			}
+			s.fatal(code, err.Error())
+			return nil, fmt.Errorf("decode startup packet: %w", err)
+		}
+		switch m := m.(type) {
+		case *protocol.SSLRequest, *protocol.GSSENCRequest:
+			if _, err := s.nc.Write([]byte{'N'}); err != nil {
+				return nil, fmt.Errorf("refuse encryption: %w", err)
+			}
+		case *protocol.CancelRequest:
+			s.forwardCancel(ctx, m)
+			return nil, nil
+		case *protocol.StartupMessage:
+			return m, nil
+		}
+	}
+}
+
+func (s *Session) forwardCancel(ctx context.Context, m *protocol.CancelRequest) {
+	target := s.env.Clients.byCancelKey(m.ProcessID, m.SecretKey)
+	if target == nil {
+		return
+	}
+	target.mu.Lock()
+	var srv *backend.Conn
+	if target.srv != nil {
+		srv = target.srv.Value
+	}
+	target.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := srv.Cancel(ctx); err != nil {
+		s.log.Warn("cancel request failed", zap.Error(err))
+	}
+}
+
+// fatal sends a FATAL ErrorResponse; the caller then ends the session.
+func (s *Session) fatal(code, msg string) {
+	_ = s.Write(protocol.AppendError(nil, "FATAL", code, msg))
+}
+
+// clientAddr is the client's IP for hba; unix sockets have none.
+func (s *Session) clientAddr() netip.Addr {
+	if ta, ok := s.RemoteAddr.(*net.TCPAddr); ok {
+		if a, ok := netip.AddrFromSlice(ta.IP); ok {
+			return a.Unmap()
+		}
+	}
+	return netip.Addr{}
+}
+
+func (s *Session) general() *config.General { return &s.env.Pools.Config().General }
+
+// RejectStartup answers a client that cannot be admitted: it refuses
+// encryption requests with 'N', reads the startup packet and sends a FATAL
+// error, then closes.
+func RejectStartup(nc net.Conn, code, msg string) {
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+read:
+	for i := 0; i < 3; i++ {
+		payload, err := protocol.ReadStartup(nc, 0)
+		if err != nil {
+			return
+		}
+		m, err := protocol.DecodeStartup(payload)
+		if err != nil {
+			return
+		}
+		switch m.(type) {
+		case *protocol.SSLRequest, *protocol.GSSENCRequest:
+			if _, err := nc.Write([]byte{'N'}); err != nil {
+				return
+			}
+			continue
+		case *protocol.CancelRequest:
+			return
+		}
+		break read
+	}
+	_, _ = nc.Write(protocol.AppendError(nil, "FATAL", code, msg))
+}
+
+// Server returns the attached server connection, nil between transactions.
+// Its fields must only be read (SHOW SERVERS).
+func (s *Session) Server() *pooler.Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.srv
+}
+
+// Pool returns the pool the client logged into (nil for admin sessions).
+func (s *Session) Pool() *pooler.Pool { return s.pool }
