@@ -77,14 +77,14 @@ type Session struct {
 
 	wmu sync.Mutex // serialises writes to nc
 
-	mu        sync.Mutex
-	srv       *pooler.Conn // attached server connection, nil between transactions
-	srvDone   chan struct{}
-	pending   int  // Query/Sync/FunctionCall sent and not yet answered by ReadyForQuery
-	partial   bool // extended-protocol messages sent after the last Sync
-	closing   bool // the client is gone: serverLoop must not release into a session
-	killed    bool
-	xactStart time.Time
+	mu         sync.Mutex
+	srv        *pooler.Conn // attached server connection, nil between transactions
+	srvDone    chan struct{}
+	pending    int  // Query/Sync/FunctionCall sent and not yet answered by ReadyForQuery
+	partial    bool // extended-protocol messages sent after the last Sync
+	closing    bool // the client is gone: serverLoop must not release into a session
+	killed     bool
+	xactStart  time.Time
 	queryStart time.Time
 
 	cancelPID, cancelSecret uint32
