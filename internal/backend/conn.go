@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/doorman-go/doorman/internal/auth"
+	"github.com/doorman-go/doorman/internal/prepared"
 	"github.com/doorman-go/doorman/internal/protocol"
 )
 
@@ -59,6 +60,11 @@ type Conn struct {
 	Broken bool
 	// TxStatus is the status of the last ReadyForQuery.
 	TxStatus byte
+	// Prepared is the set of pooler-named statements prepared here;
+	// UnnamedOwner is the session whose unnamed statement the server
+	// holds (0 = unknown). Guarded by the owner of the connection.
+	Prepared     *prepared.ServerSet
+	UnnamedOwner uint64
 }
 
 // Address builds the network and address for a pool's server_host and

@@ -12,6 +12,7 @@ import (
 	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/config"
 	"github.com/doorman-go/doorman/internal/pool"
+	"github.com/doorman-go/doorman/internal/prepared"
 )
 
 // Settings is the immutable slice of configuration one pool runs with.
@@ -33,6 +34,9 @@ type Pool struct {
 	User     string
 	Stats    Stats
 
+	// Statements is the pool-level prepared statement cache.
+	Statements *prepared.Cache
+
 	settings atomic.Pointer[Settings]
 	conns    *pool.Pool[*backend.Conn]
 
@@ -42,7 +46,8 @@ type Pool struct {
 }
 
 func newPool(s *Settings) *Pool {
-	p := &Pool{Database: s.DB.Name, User: s.User.Username}
+	p := &Pool{Database: s.DB.Name, User: s.User.Username,
+		Statements: prepared.NewCache(s.General.PreparedStatementsCacheSize, "DOORMAN_")}
 	p.settings.Store(s)
 	p.conns = pool.New(pool.Options[*backend.Conn]{
 		Config:  poolConfig(s),
@@ -67,6 +72,7 @@ func poolConfig(s *Settings) pool.Config {
 func (p *Pool) apply(s *Settings) {
 	p.settings.Store(s)
 	p.conns.SetConfig(poolConfig(s))
+	p.Statements.SetSize(s.General.PreparedStatementsCacheSize)
 }
 
 // Settings returns the configuration the pool runs with now.
@@ -125,14 +131,14 @@ func (p *Pool) SetClientKey(key []byte) {
 	p.mu.Unlock()
 }
 
-// ServerParams returns the ParameterStatus set of the server, opening a
-// connection if none has been seen yet.
+// ServerParams returns a copy of the ParameterStatus set of the server,
+// opening a connection if none has been seen yet.
 func (p *Pool) ServerParams(ctx context.Context) (map[string]string, error) {
 	p.mu.Lock()
 	sp := p.serverParams
 	p.mu.Unlock()
 	if sp != nil {
-		return sp, nil
+		return copyParams(sp), nil
 	}
 	c, err := p.Acquire(ctx)
 	if err != nil {
@@ -162,6 +168,7 @@ func (p *Pool) connect(ctx context.Context) (*backend.Conn, error) {
 		p.Stats.ConnectErrors.Add(1)
 		return nil, err
 	}
+	c.Prepared = prepared.NewServerSet(s.General.PreparedStatementsCacheSize)
 	p.mu.Lock()
 	p.serverParams = copyParams(c.Params)
 	p.mu.Unlock()

@@ -20,4 +20,11 @@ type Stats struct {
 	ClientsActive  atomic.Int64  // logged-in clients holding or waiting for a server
 	ClientsWaiting atomic.Int64  // clients queued in Acquire
 	Clients        atomic.Int64  // logged-in clients
+
+	// Prepared statements in transaction mode.
+	PreparedHits            atomic.Uint64 // client Parse found in the pool cache
+	PreparedMisses          atomic.Uint64 // client Parse new to the pool cache
+	PreparedInjected        atomic.Uint64 // Parse sent for a server that lacked the statement
+	PreparedClientEvictions atomic.Uint64 // client names evicted by client_prepared_statements_cache_size
+	PreparedServerEvictions atomic.Uint64 // statements closed on a server to make room
 }

@@ -58,7 +58,7 @@ func (s *Session) run(ctx context.Context) error {
 			return nil
 		}
 		var f protocol.Frame
-		if n <= stream {
+		if n <= stream || (s.rewriting() && carriesStatementName(typ)) {
 			if f, err = s.crd.Next(); err != nil {
 				return fmt.Errorf("read client: %w: %w", errClientGone, err)
 			}
@@ -69,14 +69,20 @@ func (s *Session) run(ctx context.Context) error {
 			}
 			continue
 		}
-		if srv = s.account(typ); srv == nil {
-			// f aliases the reader's buffer; Acquire does not touch the reader.
-			if srv, err = s.attach(ctx, typ); err != nil {
-				return err
+		if srv == nil && f != nil && s.rewriting() && (sbuf == nil || len(*sbuf) == 0) {
+			if done, err := s.answerLocally(f); done || err != nil {
+				if err != nil {
+					return err
+				}
+				continue
 			}
 		}
 		if sbuf == nil {
 			sbuf = getBuf()
+		}
+		// f aliases the reader's buffer; Acquire does not touch the reader.
+		if srv, err = s.forward(ctx, typ, f, sbuf); err != nil {
+			return err
 		}
 		if f == nil { // large message: stream it
 			if err := s.flushServer(srv, sbuf); err != nil {
@@ -89,13 +95,13 @@ func (s *Session) run(ctx context.Context) error {
 			}
 			continue
 		}
-		*sbuf = append(*sbuf, f...)
 		if s.crd.Buffered() == 0 {
 			if err := s.flushServer(srv, sbuf); err != nil {
 				return err
 			}
 			putBuf(sbuf)
 			sbuf = nil
+			s.wakeIfFakeDue(srv)
 		}
 	}
 }
@@ -106,16 +112,48 @@ func (s *Session) attached() *pooler.Conn {
 	return s.srv
 }
 
-// account records what a client message means for the release rule, under
-// the same lock that serverLoop takes to decide on release. It returns the
-// attached server, or nil when one must be acquired first.
-func (s *Session) account(typ byte) *pooler.Conn {
+// forward accounts a client message for the release rule and appends it
+// (rewritten when needed) to sbuf, under the same lock that serverLoop
+// takes to decide on release, attaching a server connection first when the
+// client has none. f is nil for a message that will be streamed.
+func (s *Session) forward(ctx context.Context, typ byte, f protocol.Frame, sbuf *[]byte) (*pooler.Conn, error) {
+	s.mu.Lock()
+	srv := s.srv
+	if srv == nil {
+		s.mu.Unlock()
+		var err error
+		if srv, err = s.attach(ctx); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+	}
+	s.accountLocked(typ)
+	if f != nil {
+		*sbuf = s.appendLocked(srv.Value, f, *sbuf)
+	} else if s.rewriting() && expectsAnswer(typ) {
+		s.push(request{kind: typ})
+	}
+	s.mu.Unlock()
+	return srv, nil
+}
+
+func carriesStatementName(typ byte) bool {
+	return typ == protocol.MsgParse || typ == protocol.MsgBind || typ == protocol.MsgDescribe || typ == protocol.MsgClose
+}
+
+// wakeIfFakeDue makes serverLoop emit answers the pooler owes when nothing
+// from the server precedes them (e.g. a cached Parse followed by Flush):
+// serverLoop is blocked reading the server, so its read is interrupted.
+func (s *Session) wakeIfFakeDue(srv *pooler.Conn) {
+	if !s.rewriting() {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.srv != nil {
-		s.accountLocked(typ)
+	if h := s.head(); h != nil && h.fake && s.srv == srv {
+		s.wake = true
+		_ = srv.Value.NetConn().SetReadDeadline(time.Unix(1, 0))
 	}
-	return s.srv
 }
 
 func (s *Session) accountLocked(typ byte) {
@@ -163,7 +201,7 @@ func (s *Session) serverWriteFailed(srv *pooler.Conn, err error) error {
 
 // attach acquires a server connection for the message typ the client just
 // sent and starts its serverLoop.
-func (s *Session) attach(ctx context.Context, typ byte) (*pooler.Conn, error) {
+func (s *Session) attach(ctx context.Context) (*pooler.Conn, error) {
 	s.state.Store(StateWaiting)
 	s.pool.Stats.ClientsActive.Add(1)
 	c, err := s.pool.Acquire(ctx)
@@ -182,7 +220,6 @@ func (s *Session) attach(ctx context.Context, typ byte) (*pooler.Conn, error) {
 	s.srv = c
 	s.srvDone = done
 	s.xactStart = time.Now()
-	s.accountLocked(typ)
 	s.mu.Unlock()
 	go s.serverLoop(c, done)
 	return c, nil

@@ -392,7 +392,7 @@ func TestQueryWaitTimeout(t *testing.T) {
 }
 
 func TestManyClientsSmallPool(t *testing.T) {
-	d := start(t, "", "transaction", 4)
+	d := start(t, "  query_wait_timeout: 60s", "transaction", 4)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make(chan error, 40)

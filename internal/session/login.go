@@ -13,6 +13,7 @@ import (
 	"github.com/doorman-go/doorman/internal/auth/hba"
 	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/pooler"
+	"github.com/doorman-go/doorman/internal/prepared"
 	"github.com/doorman-go/doorman/internal/protocol"
 )
 
@@ -29,7 +30,11 @@ func (s *Session) login(ctx context.Context, sm *protocol.StartupMessage) error 
 		return fmt.Errorf("no such user %q in pool %q", s.User, s.Database)
 	}
 	s.pool = p
-	verifier := p.Settings().User.Password
+	set := p.Settings()
+	if set.General.PreparedStatements && set.Mode() == "transaction" {
+		s.prep = prepared.NewClientMap(set.General.ClientPreparedStatementsCacheSize)
+	}
+	verifier := set.User.Password
 	method, err := s.authMethod(verifier)
 	if err != nil {
 		return err

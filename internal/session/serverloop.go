@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/protocol"
 )
@@ -36,6 +38,9 @@ func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
 		}
 		typ, n, err := rd.PeekHeader()
 		if err != nil {
+			if s.woken(conn, buf) {
+				continue
+			}
 			s.serverReadFailed(c, err)
 			return
 		}
@@ -60,10 +65,25 @@ func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
 		}
 		f, err := rd.Next()
 		if err != nil {
+			if s.woken(conn, buf) {
+				continue
+			}
 			s.serverReadFailed(c, err)
 			return
 		}
-		*buf = append(*buf, f...)
+		if s.rewriting() && (answersRequest(typ) || s.fakes.Load() > 0) {
+			// Answers the pooler owes go before and right after this
+			// message, in queue order.
+			s.mu.Lock()
+			*buf = s.emitFakesLocked(*buf)
+			if !s.answerLocked(conn, typ, f.Body()) {
+				*buf = append(*buf, f...)
+			}
+			*buf = s.emitFakesLocked(*buf)
+			s.mu.Unlock()
+		} else {
+			*buf = append(*buf, f...)
+		}
 		switch typ {
 		case protocol.MsgReadyForQuery:
 			if s.readyForQuery(c, protocol.ReadyForQueryStatus(f), buf, transaction) {
@@ -103,6 +123,7 @@ func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transa
 	release := transaction && s.pending == 0 && !s.partial && status == protocol.TxIdle && !s.closing
 	if release {
 		s.srv, s.srvDone = nil, nil
+		s.planSet = ""
 		st.XactCount.Add(1)
 		st.XactTime.Add(uint64(now.Sub(s.xactStart).Microseconds()))
 	}
@@ -131,6 +152,10 @@ func (s *Session) giveBack(c *pooler.Conn) {
 		if q := cleanupQuery(set.Mode(), conn); q != "" {
 			if err := s.execCleanup(c, q); err != nil {
 				return
+			}
+			if strings.Contains(q, "DEALLOCATE ALL") || strings.Contains(q, "DISCARD ALL") {
+				conn.Prepared.Clear()
+				conn.UnnamedOwner = 0
 			}
 		}
 		conn.DirtySet, conn.DirtyPrepare, conn.DirtyCursor = false, false, false
@@ -169,6 +194,7 @@ func (s *Session) serverReadFailed(c *pooler.Conn, err error) {
 	closing := s.closing
 	clean := s.pending == 0 && !s.partial
 	s.srv, s.srvDone = nil, nil
+	s.resetQueueLocked()
 	s.mu.Unlock()
 	s.pool.Stats.ClientsActive.Add(-1)
 	var ne net.Error
@@ -196,6 +222,7 @@ func (s *Session) serverReadFailed(c *pooler.Conn, err error) {
 func (s *Session) clientWriteFailed(c *pooler.Conn, err error) {
 	s.mu.Lock()
 	s.srv, s.srvDone = nil, nil
+	s.resetQueueLocked()
 	s.mu.Unlock()
 	s.pool.Stats.ClientsActive.Add(-1)
 	s.pool.Destroy(c)
@@ -210,4 +237,40 @@ func isFatal(body []byte) bool {
 		return false
 	}
 	return bytes.HasPrefix(body[1:], []byte("FATAL")) || bytes.HasPrefix(body[1:], []byte("PANIC"))
+}
+
+// woken handles a read interrupted by wakeIfFakeDue: it emits the answers
+// the pooler owes and reports that serverLoop should go on reading.
+func (s *Session) woken(conn *backend.Conn, buf *[]byte) bool {
+	s.mu.Lock()
+	if !s.wake || s.closing {
+		s.mu.Unlock()
+		return false
+	}
+	s.wake = false
+	*buf = s.emitFakesLocked(*buf)
+	_ = conn.NetConn().SetReadDeadline(time.Time{})
+	s.mu.Unlock()
+	return s.flushClient(buf) == nil
+}
+
+func (s *Session) resetQueueLocked() {
+	for i := range s.queue {
+		s.queue[i] = request{}
+	}
+	s.queue, s.qhead, s.wake = s.queue[:0], 0, false
+	s.fakes.Store(0)
+}
+
+// answersRequest reports whether a server message completes (or may
+// complete) a queued request.
+func answersRequest(typ byte) bool {
+	switch typ {
+	case protocol.MsgParseComplete, protocol.MsgBindComplete, protocol.MsgCloseComplete,
+		protocol.MsgRowDescription, protocol.MsgNoData, protocol.MsgCommandComplete,
+		protocol.MsgEmptyQueryResponse, protocol.MsgPortalSuspended, protocol.MsgErrorResponse,
+		protocol.MsgReadyForQuery:
+		return true
+	}
+	return false
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/config"
 	"github.com/doorman-go/doorman/internal/pooler"
+	"github.com/doorman-go/doorman/internal/prepared"
 	"github.com/doorman-go/doorman/internal/protocol"
 )
 
@@ -86,6 +87,16 @@ type Session struct {
 	killed     bool
 	xactStart  time.Time
 	queryStart time.Time
+
+	// Prepared statements in transaction mode (nil prep = pass through).
+	// Guarded by mu: the client loop writes, serverLoop reads the answers.
+	prep    *prepared.ClientMap
+	queue   []request
+	qhead   int
+	unnamed []byte // the client's last unnamed Parse, to re-inject
+	planSet string // SET search_path/role of the current transaction
+	wake    bool   // serverLoop must emit fake answers now
+	fakes   atomic.Int32 // fake answers queued, read by serverLoop without mu
 
 	cancelPID, cancelSecret uint32
 	clientParams            map[string]string // what the client has been told

@@ -1,0 +1,152 @@
+package prepared
+
+import (
+	"container/list"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+
+	"github.com/doorman-go/doorman/internal/protocol"
+)
+
+// Statement is one distinct statement known to a pool.
+type Statement struct {
+	Name      string // server-side name, unique per pool cache
+	Query     string
+	ParamOIDs []uint32
+	Context   string // session context part of the identity
+	parse     []byte // encoded Parse frame with Name
+	key       uint64
+	verified  atomic.Bool // some server accepted the Parse
+}
+
+// Verified reports whether some server has accepted this statement, so a
+// client's Parse of it can be answered without a server.
+func (s *Statement) Verified() bool { return s.verified.Load() }
+
+// MarkVerified records that a server answered the Parse with ParseComplete.
+func (s *Statement) MarkVerified() { s.verified.Store(true) }
+
+// Parse returns the encoded Parse message that prepares the statement under
+// its server-side name. The slice must not be modified.
+func (s *Statement) Parse() []byte { return s.parse }
+
+func (s *Statement) same(query string, oids []uint32, ctx string) bool {
+	if s.Query != query || s.Context != ctx || len(s.ParamOIDs) != len(oids) {
+		return false
+	}
+	for i := range oids {
+		if s.ParamOIDs[i] != oids[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Counters of a pool cache.
+type Counters struct {
+	Hits, Misses, Evictions uint64
+	Size                    int
+}
+
+// Cache is a pool's statement cache.
+type Cache struct {
+	prefix string
+	seed   maphash.Seed
+	seq    atomic.Uint64
+
+	mu        sync.Mutex
+	max       int
+	index     map[uint64]*list.Element // of *Statement
+	lru       list.List                // front = most recently used
+	hits      uint64
+	misses    uint64
+	evictions uint64
+}
+
+// NewCache returns a cache of at most size statements; names start with
+// prefix (e.g. "DOORMAN_").
+func NewCache(size int, prefix string) *Cache {
+	if size < 1 {
+		size = 1
+	}
+	return &Cache{prefix: prefix, seed: maphash.MakeSeed(), max: size, index: map[uint64]*list.Element{}}
+}
+
+// SetSize changes the bound (reload); excess entries go at the next Get.
+func (c *Cache) SetSize(size int) {
+	c.mu.Lock()
+	c.max = max(size, 1)
+	c.mu.Unlock()
+}
+
+func (c *Cache) hash(query string, oids []uint32, ctx string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.WriteString(query)
+	h.WriteByte(0)
+	for _, o := range oids {
+		h.WriteByte(byte(o))
+		h.WriteByte(byte(o >> 8))
+		h.WriteByte(byte(o >> 16))
+		h.WriteByte(byte(o >> 24))
+	}
+	h.WriteByte(0)
+	h.WriteString(ctx)
+	return h.Sum64()
+}
+
+// Get returns the statement for (query, paramOIDs, ctx), creating it on a
+// miss. hit reports whether it was already cached.
+func (c *Cache) Get(query string, oids []uint32, ctx string) (st *Statement, hit bool) {
+	k := c.hash(query, oids, ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.index[k]; ok {
+		st := e.Value.(*Statement)
+		if st.same(query, oids, ctx) {
+			c.hits++
+			c.lru.MoveToFront(e)
+			return st, true
+		}
+		c.lru.Remove(e) // hash collision: the newer statement takes the slot
+		delete(c.index, k)
+	}
+	c.misses++
+	st = &Statement{
+		Name:      fmt.Sprintf("%s%d", c.prefix, c.seq.Add(1)),
+		Query:     query,
+		ParamOIDs: append([]uint32(nil), oids...),
+		Context:   ctx,
+		key:       k,
+	}
+	st.parse = protocol.Parse{Name: st.Name, Query: query, ParamOIDs: st.ParamOIDs}.Encode(nil)
+	c.index[k] = c.lru.PushFront(st)
+	for c.lru.Len() > c.max {
+		old := c.lru.Back()
+		c.lru.Remove(old)
+		delete(c.index, old.Value.(*Statement).key)
+		c.evictions++
+	}
+	return st, false
+}
+
+// Stats returns the counters.
+func (c *Cache) Stats() Counters {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Counters{Hits: c.hits, Misses: c.misses, Evictions: c.evictions, Size: c.lru.Len()}
+}
+
+// Entries lists the cached statements, most recently used first (SHOW
+// PREPARED_STATEMENTS).
+func (c *Cache) Entries() []*Statement {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*Statement, 0, c.lru.Len())
+	for e := c.lru.Front(); e != nil; e = e.Next() {
+		out = append(out, e.Value.(*Statement))
+	}
+	return out
+}
