@@ -238,6 +238,8 @@ func TestKillPostmasterThenStart(t *testing.T) {
 func TestLogFile(t *testing.T) {
 	t.Parallel()
 	c := Start(t, Options{})
+	require.NotContains(t, c.ReadLog(t), "the database system is starting up",
+		"the harness does not knock before the server is up")
 	c.CreateUser(t, "logged", "pw", "scram-sha-256")
 	ctx := context.Background()
 	conn, err := connectTCP(ctx, c, "logged", "pw")

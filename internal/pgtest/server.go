@@ -102,8 +102,8 @@ func (c *Cluster) startServer(ctx context.Context) error {
 		return fmt.Errorf("run postgres: %w", err)
 	}
 	c.cmd = cmd
-	if err := waitReady(ctx, c.SuperDSN("postgres"), cmd.Process.Pid); err != nil {
-		_ = c.killLocked(ctx)
+	if err := c.waitReady(ctx, cmd.Process.Pid); err != nil {
+		_ = c.killLocked(context.Background())
 		log := c.logSince(logStart)
 		if strings.Contains(log, "Address already in use") {
 			err = errors.Join(errPortInUse, err)
@@ -113,16 +113,19 @@ func (c *Cluster) startServer(ctx context.Context) error {
 	return nil
 }
 
-// waitReady polls until SELECT 1 succeeds over dsn, failing early if the
-// postmaster pid exits.
-func waitReady(ctx context.Context, dsn string, pid int) error {
-	var last error
+// waitReady polls until SELECT 1 succeeds as the superuser, failing early
+// if the postmaster pid exits. Like pg_ctl it first waits for postmaster.pid
+// to say the server is up, which keeps failed attempts out of the log.
+func (c *Cluster) waitReady(ctx context.Context, pid int) error {
+	last := errors.New("server not up yet")
 	for {
 		if !alive(pid) {
 			return fmt.Errorf("postmaster %d exited", pid)
 		}
-		if last = ping(ctx, dsn); last == nil {
-			return nil
+		if pmStatusUp(c.DataDir) {
+			if last = ping(ctx, c.SuperDSN("postgres")); last == nil {
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -130,6 +133,21 @@ func waitReady(ctx context.Context, dsn string, pid int) error {
 		case <-time.After(pollInterval):
 		}
 	}
+}
+
+// pmStatusUp reports whether line 8 of postmaster.pid (the postmaster
+// status, see miscadmin.h) says "ready" or "standby".
+func pmStatusUp(dataDir string) bool {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	if err != nil {
+		return false
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 8 {
+		return false
+	}
+	status := strings.TrimSpace(lines[7])
+	return status == "ready" || status == "standby"
 }
 
 func ping(ctx context.Context, dsn string) error {
@@ -212,7 +230,7 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return waitReady(ctx, c.SuperDSN("postgres"), pid)
+	return c.waitReady(ctx, pid)
 }
 
 // Stop shuts the server down in fast mode and waits until it has exited.
@@ -287,7 +305,7 @@ func (c *Cluster) KillBackend(t testing.TB, pid int) {
 		case <-time.After(pollInterval):
 		}
 	}
-	if err := waitReady(ctx, c.SuperDSN("postgres"), pm); err != nil {
+	if err := c.waitReady(ctx, pm); err != nil {
 		t.Fatalf("pgtest: kill backend %d: %v; server log:\n%s", pid, err, c.logTail(30))
 	}
 }

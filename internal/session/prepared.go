@@ -2,8 +2,8 @@ package session
 
 import (
 	"bytes"
-	"fmt"
 	"encoding/binary"
+	"fmt"
 
 	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/prepared"

@@ -93,9 +93,9 @@ type Session struct {
 	prep    *prepared.ClientMap
 	queue   []request
 	qhead   int
-	unnamed []byte // the client's last unnamed Parse, to re-inject
-	planSet string // SET search_path/role of the current transaction
-	wake    bool   // serverLoop must emit fake answers now
+	unnamed []byte       // the client's last unnamed Parse, to re-inject
+	planSet string       // SET search_path/role of the current transaction
+	wake    bool         // serverLoop must emit fake answers now
 	fakes   atomic.Int32 // fake answers queued, read by serverLoop without mu
 
 	cancelPID, cancelSecret uint32
