@@ -1,0 +1,30 @@
+// Package admin is pg_doorman's admin console: the virtual databases
+// "pgdoorman" and "pgbouncer" that answer PgBouncer-compatible commands
+// (SHOW POOLS/CLIENTS/SERVERS/STATS/DATABASES/USERS/LISTS/CONFIG/VERSION/
+// LOG_LEVEL/HELP, SET log_level, PAUSE, RESUME, RECONNECT, RELOAD, SHUTDOWN).
+//
+// Console is built once per daemon by New and serves every authenticated
+// admin session through Serve; the session package has already sent the
+// welcome. A Query is split on ';' (outside quotes) and parsed as a whole
+// before anything runs, so a syntax error anywhere runs nothing, as in
+// PostgreSQL; commands then run in order until the first error. The
+// extended protocol is refused with 0A000 and skipped up to Sync.
+//
+// The pure parts are separate: parse.go turns query text into commands,
+// result.go encodes result sets, show.go and stats.go build rows from
+// plain snapshot structs that gather.go reads from the daemon. Column names
+// and order follow PgBouncer 1.2x so that scripts and pgbouncer_exporter
+// keep working (SHOW POOLS adds a trailing "paused", as pg_doorman
+// documents); numbers are int4 or int8 as PgBouncer sends them, timestamps
+// are text. PAUSE waits at most 30 s for connections in use, then answers
+// with a NOTICE while the pools stay paused.
+//
+// Console is safe for concurrent use by many admin sessions. It keeps one
+// piece of state: the stats sample that SHOW STATS averages are computed
+// against (see stats.go). Serve owns its session's buffers.
+//
+// Not done here: SHOW POOLS_EXTENDED, POOLS_MEMORY, POOL_COORDINATOR,
+// POOL_SCALING, CONNECTIONS, PREPARED_STATEMENTS, AUTH_QUERY, SOCKETS and
+// UPGRADE of the Rust pg_doorman; per-module log filters are accepted and
+// ignored. Reference: https://www.pgbouncer.org/usage.html#admin-console
+package admin

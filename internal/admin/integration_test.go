@@ -1,0 +1,249 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/doorman-go/doorman/internal/config"
+	"github.com/doorman-go/doorman/internal/daemon"
+	"github.com/doorman-go/doorman/internal/pgtest"
+)
+
+// startDaemon runs a real pg_doorman (admin console wired in) in front of
+// a throwaway PostgreSQL with one pool "app" for user "alice".
+func startDaemon(t *testing.T) (d *daemon.Daemon, pg *pgtest.Cluster) {
+	t.Helper()
+	pg = pgtest.Start(t, pgtest.Options{})
+	verifier := pg.CreateUser(t, "alice", "alice-pw", "md5")
+	cfgText := fmt.Sprintf(`
+[general]
+host = "127.0.0.1"
+unix_socket_dir = ""
+admin_username = "admin"
+admin_password = "admin-pw"
+
+[pools.app]
+server_host = "127.0.0.1"
+server_port = %d
+server_database = "postgres"
+pool_mode = "transaction"
+
+[[pools.app.users]]
+username = "alice"
+password = %q
+pool_size = 2
+`, pg.Port, verifier)
+	path := filepath.Join(t.TempDir(), "pg_doorman.toml")
+	require.NoError(t, os.WriteFile(path, []byte(cfgText), 0o600))
+	cfg, _, err := config.Load(path)
+	require.NoError(t, err)
+	cfg.General.Port = 0 // any free port
+
+	d, err = daemon.New(cfg, zap.NewNop(), zap.NewAtomicLevelAt(zapcore.InfoLevel))
+	require.NoError(t, err)
+	d.Hooks.Admin = New(d).Serve
+	require.NoError(t, d.Listen())
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(context.Background()) }()
+	t.Cleanup(func() {
+		d.Shutdown()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("daemon did not stop")
+		}
+	})
+	return d, pg
+}
+
+func connect(t *testing.T, d *daemon.Daemon, user, password, db string) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dsn := fmt.Sprintf("host=127.0.0.1 port=%d user=%s password=%s dbname=%s sslmode=disable default_query_exec_mode=simple_protocol",
+		pgPort(d), user, password, db)
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
+func pgPort(d *daemon.Daemon) int {
+	var port int
+	_, _ = fmt.Sscanf(d.Addr().String(), "127.0.0.1:%d", &port)
+	return port
+}
+
+// adminShow runs a SHOW over the wire and returns rows keyed by column.
+func adminShow(t *testing.T, admin *pgx.Conn, q string) []map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := admin.PgConn().Exec(ctx, q).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	return rowMaps(res[0])
+}
+
+func rowMaps(r *pgconn.Result) []map[string]string {
+	var out []map[string]string
+	for _, row := range r.Rows {
+		m := map[string]string{}
+		for i, f := range r.FieldDescriptions {
+			m[f.Name] = string(row[i])
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func find(rows []map[string]string, kv ...string) map[string]string {
+	for _, r := range rows {
+		ok := true
+		for i := 0; i < len(kv); i += 2 {
+			if r[kv[i]] != kv[i+1] {
+				ok = false
+			}
+		}
+		if ok {
+			return r
+		}
+	}
+	return nil
+}
+
+func TestIntegrationAdminConsole(t *testing.T) {
+	d, _ := startDaemon(t)
+	admin := connect(t, d, "admin", "admin-pw", "pgdoorman")
+	ctx := context.Background()
+
+	// A client holds a transaction: its server connection is active.
+	app := connect(t, d, "alice", "alice-pw", "app")
+	tx, err := app.Begin(ctx)
+	require.NoError(t, err)
+	var pid int
+	require.NoError(t, tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid))
+
+	pools := adminShow(t, admin, "SHOW POOLS")
+	p := find(pools, "database", "app", "user", "alice")
+	require.NotNil(t, p, "%v", pools)
+	require.Equal(t, "1", p["cl_active"])
+	require.Equal(t, "1", p["sv_active"])
+	require.Equal(t, "transaction", p["pool_mode"])
+
+	servers := adminShow(t, admin, "SHOW SERVERS")
+	srv := find(servers, "remote_pid", fmt.Sprint(pid))
+	require.NotNil(t, srv, "%v", servers)
+	require.Equal(t, "S", srv["type"])
+	require.Equal(t, "active", srv["state"])
+
+	clients := adminShow(t, admin, "SHOW CLIENTS")
+	cl := find(clients, "user", "alice")
+	require.NotNil(t, cl, "%v", clients)
+	require.Equal(t, "active", cl["state"])
+	require.Equal(t, srv["ptr"], cl["link"], "client links to its server")
+	require.Equal(t, cl["ptr"], srv["link"], "server links to its client")
+	require.NotNil(t, find(clients, "user", "admin", "database", "pgdoorman"), "admin session listed")
+
+	require.NoError(t, tx.Commit(ctx))
+	require.Eventually(t, func() bool {
+		return find(adminShow(t, admin, "SHOW SERVERS"), "remote_pid", fmt.Sprint(pid), "state", "idle") != nil
+	}, 5*time.Second, 20*time.Millisecond)
+	stats := find(adminShow(t, admin, "SHOW STATS"), "database", "app")
+	require.NotNil(t, stats)
+	require.NotEqual(t, "0", stats["total_xact_count"])
+
+	// PAUSE closes the idle server; a query waits until RESUME.
+	_, err = admin.PgConn().Exec(ctx, "PAUSE app").ReadAll()
+	require.NoError(t, err)
+	require.Nil(t, find(adminShow(t, admin, "SHOW SERVERS"), "remote_pid", fmt.Sprint(pid)))
+	errc := make(chan error, 1)
+	go func() {
+		var one int
+		errc <- app.QueryRow(ctx, "SELECT 1").Scan(&one)
+	}()
+	require.Eventually(t, func() bool {
+		p := find(adminShow(t, admin, "SHOW POOLS"), "database", "app", "user", "alice")
+		return p["paused"] == "1" && p["cl_waiting"] == "1"
+	}, 5*time.Second, 20*time.Millisecond)
+	_, err = admin.PgConn().Exec(ctx, "RESUME app").ReadAll()
+	require.NoError(t, err)
+	require.NoError(t, <-errc)
+
+	// Errors keep the session usable.
+	_, err = admin.PgConn().Exec(ctx, "PAUSE nope").ReadAll()
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr)
+	require.Equal(t, "3D000", pgErr.Code)
+	require.Equal(t, "no such database: nope", pgErr.Message)
+	require.Len(t, adminShow(t, admin, "SHOW VERSION"), 1)
+
+	// The extended protocol is refused, and the session stays usable.
+	err = admin.PgConn().ExecParams(ctx, "SHOW POOLS", nil, nil, nil, nil).Read().Err
+	require.ErrorAs(t, err, &pgErr)
+	require.Equal(t, "0A000", pgErr.Code)
+	require.Len(t, adminShow(t, admin, "SHOW LOG_LEVEL"), 1)
+
+	// SHUTDOWN is answered before the daemon closes the session.
+	res, err := admin.PgConn().Exec(ctx, "SHUTDOWN").ReadAll()
+	require.NoError(t, err)
+	require.Equal(t, "SHUTDOWN", res[0].CommandTag.String())
+	require.True(t, d.ShuttingDown())
+}
+
+// TestIntegrationShowWhileClientsChurn reads every SHOW while clients log
+// in, run queries and leave; run with -race it checks that the console
+// reads session and server state safely.
+func TestIntegrationShowWhileClientsChurn(t *testing.T) {
+	d, _ := startDaemon(t)
+	admin := connect(t, d, "admin", "admin-pw", "pgdoorman")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	const workers, rounds = 6, 5
+	errc := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		go func() { errc <- churn(ctx, d, rounds) }()
+	}
+	finished := 0
+	for finished < workers {
+		for _, q := range []string{"SHOW CLIENTS", "SHOW SERVERS", "SHOW POOLS", "SHOW LISTS", "SHOW STATS", "SHOW DATABASES"} {
+			_, err := admin.PgConn().Exec(ctx, q).ReadAll()
+			require.NoError(t, err, q)
+		}
+		select {
+		case err := <-errc:
+			require.NoError(t, err)
+			finished++
+		default:
+		}
+	}
+}
+
+func churn(ctx context.Context, d *daemon.Daemon, rounds int) error {
+	dsn := fmt.Sprintf("host=127.0.0.1 port=%d user=alice password=alice-pw dbname=app sslmode=disable default_query_exec_mode=simple_protocol", pgPort(d))
+	for i := 0; i < rounds; i++ {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return fmt.Errorf("connect: %w", err)
+		}
+		var n int
+		err = conn.QueryRow(ctx, "SELECT 1").Scan(&n)
+		_ = conn.Close(ctx)
+		if err != nil {
+			return fmt.Errorf("query: %w", err)
+		}
+	}
+	return nil
+}

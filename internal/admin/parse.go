@@ -1,0 +1,225 @@
+package admin
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// Verbs of the console.
+const (
+	verbShow      = "SHOW"
+	verbSet       = "SET"
+	verbPause     = "PAUSE"
+	verbResume    = "RESUME"
+	verbReconnect = "RECONNECT"
+	verbReload    = "RELOAD"
+	verbShutdown  = "SHUTDOWN"
+)
+
+// showSubjects are the SHOW commands the console answers.
+var showSubjects = map[string]bool{
+	"HELP": true, "CONFIG": true, "DATABASES": true, "POOLS": true, "CLIENTS": true,
+	"SERVERS": true, "USERS": true, "STATS": true, "LISTS": true, "VERSION": true,
+	"LOG_LEVEL": true,
+}
+
+// command is one parsed console statement.
+type command struct {
+	Verb string // one of the verb* constants
+	// Arg is the SHOW subject (upper case), the SET key (lower case) or the
+	// database of PAUSE/RESUME/RECONNECT ("" = all, case preserved).
+	Arg   string
+	Value string // SET value, unquoted
+}
+
+// SyntaxError is a statement the console does not understand. The text is
+// PgBouncer's.
+type SyntaxError struct {
+	Statement string
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("invalid command '%s', use SHOW HELP;", e.Statement)
+}
+
+// maxStatements bounds the statements of one Query.
+const maxStatements = 64
+
+// parseQuery parses a whole simple-protocol query. An empty result with a
+// nil error means the query held no statement (EmptyQueryResponse).
+func parseQuery(q string) ([]command, error) {
+	stmts, err := splitStatements(q)
+	if err != nil {
+		return nil, err
+	}
+	if len(stmts) > maxStatements {
+		return nil, &SyntaxError{Statement: fmt.Sprintf("%d statements in one query (limit %d)", len(stmts), maxStatements)}
+	}
+	cmds := make([]command, 0, len(stmts))
+	for _, s := range stmts {
+		c, err := parseStatement(s)
+		if err != nil {
+			return nil, err
+		}
+		cmds = append(cmds, c)
+	}
+	return cmds, nil
+}
+
+// splitStatements splits q on ';' outside quotes and drops empty pieces.
+func splitStatements(q string) ([]string, error) {
+	var out []string
+	var quote rune
+	start := 0
+	for i, r := range q {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0 // a doubled quote reopens at once: same result
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case r == ';':
+			if s := strings.TrimSpace(q[start:i]); s != "" {
+				out = append(out, s)
+			}
+			start = i + 1
+		}
+	}
+	if quote != 0 {
+		return nil, &SyntaxError{Statement: strings.TrimSpace(q)}
+	}
+	if s := strings.TrimSpace(q[start:]); s != "" {
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// parseStatement parses one statement without its ';'.
+func parseStatement(stmt string) (command, error) {
+	bad := &SyntaxError{Statement: stmt}
+	toks, ok := tokenize(stmt)
+	if !ok || len(toks) == 0 || toks[0].kind != tokWord {
+		return command{}, bad
+	}
+	verb := strings.ToUpper(toks[0].text)
+	args := toks[1:]
+	switch verb {
+	case verbShow:
+		if len(args) != 1 || args[0].kind != tokWord {
+			return command{}, bad
+		}
+		subject := strings.ToUpper(args[0].text)
+		if !showSubjects[subject] {
+			return command{}, bad
+		}
+		return command{Verb: verb, Arg: subject}, nil
+	case verbSet:
+		return parseSet(args, bad)
+	case verbPause, verbResume, verbReconnect:
+		switch {
+		case len(args) == 0:
+			return command{Verb: verb}, nil
+		case len(args) == 1 && (args[0].kind == tokWord || args[0].kind == tokIdent) && args[0].text != "":
+			return command{Verb: verb, Arg: args[0].text}, nil
+		}
+		return command{}, bad
+	case verbReload, verbShutdown:
+		if len(args) != 0 {
+			return command{}, bad
+		}
+		return command{Verb: verb}, nil
+	}
+	return command{}, bad
+}
+
+// parseSet parses the tokens after SET: key (= | TO) value.
+func parseSet(args []token, bad error) (command, error) {
+	if len(args) != 3 {
+		return command{}, bad
+	}
+	key, op, val := args[0], args[1], args[2]
+	if key.kind != tokWord && key.kind != tokIdent || key.text == "" {
+		return command{}, bad
+	}
+	if op.kind != tokEquals && !(op.kind == tokWord && strings.EqualFold(op.text, "to")) {
+		return command{}, bad
+	}
+	if val.kind == tokEquals {
+		return command{}, bad
+	}
+	return command{Verb: verbSet, Arg: strings.ToLower(key.text), Value: val.text}, nil
+}
+
+type tokenKind uint8
+
+const (
+	tokWord   tokenKind = iota + 1 // bare word
+	tokIdent                       // "double quoted"
+	tokString                      // 'single quoted'
+	tokEquals                      // =
+)
+
+type token struct {
+	kind tokenKind
+	text string // unquoted
+}
+
+// tokenize splits a statement into words, quoted strings and '='. Quotes
+// are doubled to escape them, as in SQL.
+func tokenize(s string) ([]token, bool) {
+	var toks []token
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c < 0x80 && unicode.IsSpace(rune(c)):
+			i++
+		case c == '=':
+			toks = append(toks, token{kind: tokEquals, text: "="})
+			i++
+		case c == '\'' || c == '"':
+			text, n, ok := unquote(s[i:], c)
+			if !ok {
+				return nil, false
+			}
+			kind := tokString
+			if c == '"' {
+				kind = tokIdent
+			}
+			toks = append(toks, token{kind: kind, text: text})
+			i += n
+		default:
+			j := i
+			for j < len(s) && !isDelimiter(s[j]) {
+				j++
+			}
+			toks = append(toks, token{kind: tokWord, text: s[i:j]})
+			i = j
+		}
+	}
+	return toks, true
+}
+
+func isDelimiter(c byte) bool {
+	return c == '=' || c == '\'' || c == '"' || c < 0x80 && unicode.IsSpace(rune(c))
+}
+
+// unquote reads a quoted token at the start of s (s[0] == q) and returns
+// its text and the bytes consumed.
+func unquote(s string, q byte) (string, int, bool) {
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		if s[i] != q {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == q {
+			b.WriteByte(q)
+			i++
+			continue
+		}
+		return b.String(), i + 1, true
+	}
+	return "", 0, false
+}

@@ -1,0 +1,75 @@
+package metrics
+
+import (
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+)
+
+// legacyNames are the seed's names that break today's naming rules; they
+// stay for compatibility with existing dashboards, next to their _total
+// counter forms.
+var legacyNames = map[string]string{
+	"pg_doorman_connection_count":         `non-histogram and non-summary metrics should not have "_count" suffix`,
+	"pg_doorman_pools_queries_count":      `non-histogram and non-summary metrics should not have "_count" suffix`,
+	"pg_doorman_pools_transactions_count": `non-histogram and non-summary metrics should not have "_count" suffix`,
+}
+
+func TestLintOnlyFlagsTheSeedsLegacyNames(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	m := New(d)
+	m.LoginFailure("password")
+	m.ServerLost("mydb", "app")
+	m.ClientLogin("mydb", "app")
+	problems, err := testutil.GatherAndLint(m.Registry())
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, p := range problems {
+		require.NotContains(t, got, p.Metric, "two problems with %s: %s", p.Metric, p.Text)
+		got[p.Metric] = p.Text
+	}
+	require.Equal(t, legacyNames, got)
+
+	problems, err = testutil.CollectAndLint(newPoolCollector(d))
+	require.NoError(t, err)
+	require.Len(t, problems, 2, "the pool collector's two legacy _count gauges: %v", problems)
+}
+
+// TestFamiliesDoc keeps testdata/families.md, the list for the docs, equal
+// to what a scrape exposes.
+func TestFamiliesDoc(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("testdata/families.md")
+	require.NoError(t, err)
+	documented := map[string]bool{}
+	for _, match := range regexp.MustCompile("(?m)^\\| `(pg_doorman_[a-z_]+)`").FindAllStringSubmatch(string(doc), -1) {
+		documented[match[1]] = true
+	}
+	m := New(newDaemon(t))
+	m.ServerLost("mydb", "app")
+	m.ClientLogin("mydb", "app")
+	mfs, err := m.Registry().Gather()
+	require.NoError(t, err)
+	exposed := map[string]bool{}
+	for _, mf := range mfs {
+		if strings.HasPrefix(mf.GetName(), "pg_doorman_") {
+			exposed[mf.GetName()] = true
+		}
+	}
+	require.Equal(t, sortedKeys(exposed), sortedKeys(documented))
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

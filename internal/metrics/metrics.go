@@ -1,0 +1,115 @@
+package metrics
+
+import (
+	"net/http"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/doorman-go/doorman/internal/daemon"
+	"github.com/doorman-go/doorman/internal/session"
+)
+
+var _ session.Metrics = (*Metrics)(nil)
+
+// Kinds of client connection counted by ClientConnection, the type label
+// of pg_doorman_connection_count (its "total" is their sum).
+const (
+	ConnPlain  = "plain"
+	ConnTLS    = "tls"
+	ConnCancel = "cancel"
+)
+
+// Metrics exports pg_doorman's state.
+type Metrics struct {
+	d       *daemon.Daemon
+	reg     *prometheus.Registry
+	handler http.Handler
+
+	logins        *prometheus.CounterVec
+	loginFailures *prometheus.CounterVec
+	serverLost    *prometheus.CounterVec
+	rejected      *prometheus.CounterVec
+
+	// Client connections by kind since start, for pg_doorman_connection_count.
+	plain, tls, cancel, other atomic.Uint64
+}
+
+// New builds the exporter and its registry. It registers nothing globally
+// and starts no goroutine.
+func New(d *daemon.Daemon) *Metrics {
+	m := &Metrics{d: d, reg: prometheus.NewRegistry()}
+	m.logins = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pg_doorman_client_logins_total",
+		Help: "Clients that completed login to a pool, by user and database.",
+	}, []string{"user", "database"})
+	m.loginFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pg_doorman_client_login_failures_total",
+		Help: "Client logins refused, by reason (hba, password, no_pool, no_password, server_login, admin).",
+	}, []string{"reason"})
+	m.serverLost = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pg_doorman_server_connections_lost_total",
+		Help: "Server connections that failed while a client was using them, by user and database.",
+	}, []string{"user", "database"})
+	m.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pg_doorman_client_connections_rejected_total",
+		Help: "Client connections refused before startup, by reason (max_connections).",
+	}, []string{"reason"})
+	// Start the known reasons at zero so that rate() and alerts see the
+	// series before the first event. Other reasons are counted too.
+	for _, r := range []string{"admin", "hba", "no_pool", "no_password", "password", "server_login"} {
+		m.loginFailures.WithLabelValues(r)
+	}
+	m.rejected.WithLabelValues("max_connections")
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.logins, m.loginFailures, m.serverLost, m.rejected,
+		&daemonCollector{m: m},
+		newPoolCollector(d),
+	)
+	m.handler = promhttp.InstrumentMetricHandler(m.reg, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		Registry:      m.reg,
+		ErrorHandling: promhttp.ContinueOnError,
+	}))
+	return m
+}
+
+// Registry is the registry the exporter serves; callers may register more
+// collectors on it.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the registry in the Prometheus exposition formats.
+func (m *Metrics) Handler() http.Handler { return m.handler }
+
+// ClientLogin counts a client that completed login (session.Metrics).
+func (m *Metrics) ClientLogin(db, user string) { m.logins.WithLabelValues(user, db).Inc() }
+
+// LoginFailure counts a refused login by reason (session.Metrics).
+func (m *Metrics) LoginFailure(reason string) { m.loginFailures.WithLabelValues(reason).Inc() }
+
+// ServerLost counts a server connection lost under a client
+// (session.Metrics).
+func (m *Metrics) ServerLost(db, user string) { m.serverLost.WithLabelValues(user, db).Inc() }
+
+// Rejected counts a client connection refused before startup, such as over
+// max_connections (daemon.Hooks.Rejected).
+func (m *Metrics) Rejected(reason string) { m.rejected.WithLabelValues(reason).Inc() }
+
+// ClientConnection counts a new client connection once its first packet
+// has told what it is: ConnPlain, ConnTLS or ConnCancel. Other kinds only
+// count towards type="total".
+func (m *Metrics) ClientConnection(kind string) {
+	switch kind {
+	case ConnPlain:
+		m.plain.Add(1)
+	case ConnTLS:
+		m.tls.Add(1)
+	case ConnCancel:
+		m.cancel.Add(1)
+	default:
+		m.other.Add(1)
+	}
+}

@@ -1,0 +1,190 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/doorman-go/doorman/internal/daemon"
+	"github.com/doorman-go/doorman/internal/pool"
+	"github.com/doorman-go/doorman/internal/pooler"
+)
+
+// poolSnapshot is what one scrape reads from one pool. The pooler counters
+// are separate atomics, so the client counts may disagree by one or two
+// while sessions move between states; derived values are clamped at zero.
+type poolSnapshot struct {
+	user, database string
+	poolSize       int
+	conns          pool.Stats
+
+	xacts, queries, received, sent uint64
+	xactTime, queryTime            uint64 // µs
+	waitTime, waitCount            uint64 // µs, count
+	waitTimeouts, connectErrors    uint64
+	clients, active, waiting       int64
+}
+
+func snapshot(p *pooler.Pool) *poolSnapshot {
+	st := &p.Stats
+	s := &poolSnapshot{
+		user: p.User, database: p.Database,
+		conns: p.Conns().Stats(),
+		xacts: st.XactCount.Load(), queries: st.QueryCount.Load(),
+		received: st.BytesReceived.Load(), sent: st.BytesSent.Load(),
+		xactTime: st.XactTime.Load(), queryTime: st.QueryTime.Load(),
+		waitTime: st.WaitTime.Load(), waitCount: st.WaitCount.Load(),
+		waitTimeouts: st.WaitTimeouts.Load(), connectErrors: st.ConnectErrors.Load(),
+		clients: st.Clients.Load(), active: st.ClientsActive.Load(), waiting: st.ClientsWaiting.Load(),
+	}
+	if set := p.Settings(); set != nil && set.User != nil {
+		s.poolSize = set.User.PoolSize
+	}
+	return s
+}
+
+func (s *poolSnapshot) idleClients() float64    { return nonNegative(s.clients - s.active) }
+func (s *poolSnapshot) activeClients() float64  { return nonNegative(s.active - s.waiting) }
+func (s *poolSnapshot) waitingClients() float64 { return nonNegative(s.waiting) }
+
+// avgWaitMillis is the mean wait for a server connection since the pool was
+// created, in milliseconds.
+func (s *poolSnapshot) avgWaitMillis() float64 {
+	if s.waitCount == 0 {
+		return 0
+	}
+	return float64(s.waitTime) / float64(s.waitCount) / 1e3
+}
+
+func nonNegative(n int64) float64 { return float64(max(n, 0)) }
+
+func millis(us uint64) float64  { return float64(us) / 1e3 } // µs → ms
+func seconds(us uint64) float64 { return float64(us) / 1e6 } // µs → s
+
+var poolLabels = []string{"user", "database"}
+
+func poolDesc(name, help string, first ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, append(first, poolLabels...), nil)
+}
+
+// Per-pool families. Names and units of the first group are the seed's.
+var (
+	poolsClientsDesc = poolDesc("pg_doorman_pools_clients",
+		"Clients of a pool by status: idle (logged in, no server), active (holding a server), waiting (queued for a server).", "status")
+	poolsServersDesc = poolDesc("pg_doorman_pools_servers",
+		"Server connections of a pool by status: active (serving a client) and idle (free).", "status")
+	poolSizeDesc = poolDesc("pg_doorman_pool_size",
+		"Configured maximum number of server connections of a pool (pool_size).")
+	poolsBytesDesc = poolDesc("pg_doorman_pools_bytes",
+		"Bytes through a pool since it was created, by direction: received (from clients) and sent (to clients). A gauge for compatibility; prefer pg_doorman_pools_bytes_total.", "direction")
+	queriesCountDesc = poolDesc("pg_doorman_pools_queries_count",
+		"Queries executed through a pool. A gauge for compatibility; prefer pg_doorman_pools_queries_total.")
+	xactsCountDesc = poolDesc("pg_doorman_pools_transactions_count",
+		"Transactions executed through a pool. A gauge for compatibility; prefer pg_doorman_pools_transactions_total.")
+	queriesTimeDesc = poolDesc("pg_doorman_pools_queries_total_time",
+		"Total time of queries executed through a pool, in milliseconds.")
+	xactsTimeDesc = poolDesc("pg_doorman_pools_transactions_total_time",
+		"Total time of transactions executed through a pool, in milliseconds.")
+	avgWaitDesc = poolDesc("pg_doorman_pools_avg_wait_time",
+		"Average time clients of a pool waited for a server connection since the pool was created, in milliseconds.")
+
+	bytesTotalDesc = poolDesc("pg_doorman_pools_bytes_total",
+		"Bytes through a pool by direction: received (from clients) and sent (to clients).", "direction")
+	queriesTotalDesc = poolDesc("pg_doorman_pools_queries_total",
+		"Queries executed through a pool.")
+	xactsTotalDesc = poolDesc("pg_doorman_pools_transactions_total",
+		"Transactions executed through a pool.")
+	waitSecondsDesc = poolDesc("pg_doorman_pools_wait_seconds_total",
+		"Total time clients of a pool waited for a server connection, in seconds; divide its rate by the rate of pg_doorman_pools_waits_total for a recent average.")
+	waitsDesc = poolDesc("pg_doorman_pools_waits_total",
+		"Server connection requests of clients of a pool (including those served at once).")
+	maxWaitDesc = poolDesc("pg_doorman_pools_maxwait_seconds",
+		"How long the oldest client waiting for a server connection of a pool has waited, in seconds (0 when none waits).")
+	waitTimeoutsDesc = poolDesc("pg_doorman_pools_wait_timeouts_total",
+		"Clients of a pool that gave up after query_wait_timeout without a server connection.")
+	connectErrorsDesc = poolDesc("pg_doorman_server_connect_errors_total",
+		"Failed attempts of a pool to open a server connection (connect, TLS or authentication to PostgreSQL).")
+	serverEventsDesc = poolDesc("pg_doorman_pools_server_events_total",
+		"Server connection events of a pool: created, closed, check_failed (idle check), idle_expired (idle_timeout), lifetime_expired (server_lifetime).", "event")
+)
+
+// poolSeries is one series per pool: a family, the value of its leading
+// label ("" when it has only user and database) and how to read it.
+type poolSeries struct {
+	desc  *prometheus.Desc
+	typ   prometheus.ValueType
+	label string
+	value func(*poolSnapshot) float64
+}
+
+func gauge(d *prometheus.Desc, label string, f func(*poolSnapshot) float64) poolSeries {
+	return poolSeries{d, prometheus.GaugeValue, label, f}
+}
+
+func counter(d *prometheus.Desc, label string, f func(*poolSnapshot) float64) poolSeries {
+	return poolSeries{d, prometheus.CounterValue, label, f}
+}
+
+// allPoolSeries is every series exported per pool, in exposition order.
+func allPoolSeries() []poolSeries {
+	return []poolSeries{
+		gauge(poolsClientsDesc, "idle", (*poolSnapshot).idleClients),
+		gauge(poolsClientsDesc, "active", (*poolSnapshot).activeClients),
+		gauge(poolsClientsDesc, "waiting", (*poolSnapshot).waitingClients),
+		gauge(poolsServersDesc, "active", func(s *poolSnapshot) float64 { return float64(s.conns.Busy) }),
+		gauge(poolsServersDesc, "idle", func(s *poolSnapshot) float64 { return float64(s.conns.Idle) }),
+		gauge(poolSizeDesc, "", func(s *poolSnapshot) float64 { return float64(s.poolSize) }),
+		gauge(poolsBytesDesc, "received", func(s *poolSnapshot) float64 { return float64(s.received) }),
+		gauge(poolsBytesDesc, "sent", func(s *poolSnapshot) float64 { return float64(s.sent) }),
+		gauge(queriesCountDesc, "", func(s *poolSnapshot) float64 { return float64(s.queries) }),
+		gauge(xactsCountDesc, "", func(s *poolSnapshot) float64 { return float64(s.xacts) }),
+		gauge(queriesTimeDesc, "", func(s *poolSnapshot) float64 { return millis(s.queryTime) }),
+		gauge(xactsTimeDesc, "", func(s *poolSnapshot) float64 { return millis(s.xactTime) }),
+		gauge(avgWaitDesc, "", (*poolSnapshot).avgWaitMillis),
+		counter(bytesTotalDesc, "received", func(s *poolSnapshot) float64 { return float64(s.received) }),
+		counter(bytesTotalDesc, "sent", func(s *poolSnapshot) float64 { return float64(s.sent) }),
+		counter(queriesTotalDesc, "", func(s *poolSnapshot) float64 { return float64(s.queries) }),
+		counter(xactsTotalDesc, "", func(s *poolSnapshot) float64 { return float64(s.xacts) }),
+		counter(waitSecondsDesc, "", func(s *poolSnapshot) float64 { return seconds(s.waitTime) }),
+		counter(waitsDesc, "", func(s *poolSnapshot) float64 { return float64(s.waitCount) }),
+		gauge(maxWaitDesc, "", func(s *poolSnapshot) float64 { return s.conns.MaxWait.Seconds() }),
+		counter(waitTimeoutsDesc, "", func(s *poolSnapshot) float64 { return float64(s.waitTimeouts) }),
+		counter(connectErrorsDesc, "", func(s *poolSnapshot) float64 { return float64(s.connectErrors) }),
+		counter(serverEventsDesc, "created", func(s *poolSnapshot) float64 { return float64(s.conns.Created) }),
+		counter(serverEventsDesc, "closed", func(s *poolSnapshot) float64 { return float64(s.conns.Closed) }),
+		counter(serverEventsDesc, "check_failed", func(s *poolSnapshot) float64 { return float64(s.conns.CheckFailures) }),
+		counter(serverEventsDesc, "idle_expired", func(s *poolSnapshot) float64 { return float64(s.conns.IdleExpired) }),
+		counter(serverEventsDesc, "lifetime_expired", func(s *poolSnapshot) float64 { return float64(s.conns.LifetimeClosed) }),
+	}
+}
+
+// poolCollector reads every pool of the daemon at scrape time.
+type poolCollector struct {
+	d      *daemon.Daemon
+	series []poolSeries
+}
+
+func newPoolCollector(d *daemon.Daemon) *poolCollector {
+	return &poolCollector{d: d, series: allPoolSeries()}
+}
+
+func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	seen := map[*prometheus.Desc]bool{}
+	for _, s := range c.series {
+		if !seen[s.desc] {
+			seen[s.desc] = true
+			ch <- s.desc
+		}
+	}
+}
+
+func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, p := range c.d.Pools.Pools() {
+		snap := snapshot(p)
+		for _, s := range c.series {
+			labels := []string{snap.user, snap.database}
+			if s.label != "" {
+				labels = []string{s.label, snap.user, snap.database}
+			}
+			ch <- prometheus.MustNewConstMetric(s.desc, s.typ, s.value(snap), labels...)
+		}
+	}
+}
