@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/doorman-go/doorman/internal/config"
+	"github.com/doorman-go/doorman/internal/pooler"
 )
 
 // showPools is PgBouncer 1.2x's SHOW POOLS, plus a trailing "paused"
@@ -184,10 +185,36 @@ func showLogLevel(level string) resultSet {
 
 // helpDetail is SHOW HELP's NOTICE detail, in the seed's layout but listing
 // only what this console implements.
-const helpDetail = "\n\tSHOW HELP|CONFIG|DATABASES|POOLS|CLIENTS|SERVERS|USERS|STATS|LISTS|LOG_LEVEL|VERSION" +
+const helpDetail = "\n\tSHOW HELP|CONFIG|DATABASES|POOLS|CLIENTS|SERVERS|USERS|STATS|LISTS|LOG_LEVEL|VERSION|PREPARED_STATEMENTS" +
 	"\n\tSET log_level = '<filter>'" +
 	"\n\tRELOAD" +
 	"\n\tSHUTDOWN" +
 	"\n\tPAUSE [db]" +
 	"\n\tRESUME [db]" +
 	"\n\tRECONNECT [db]"
+
+// showPrepared lists the pool-level prepared statement caches: one row per
+// cached statement with the pool's counters repeated, most recently used
+// first.
+func showPrepared(pools []*pooler.Pool) resultSet {
+	rs := resultSet{Columns: []column{
+		textCol("database"), textCol("user"), textCol("name"), textCol("query"),
+		int4Col("param_types"), int4Col("verified"),
+		int8Col("pool_hits"), int8Col("pool_misses"), int8Col("pool_injected"), int8Col("pool_evictions"),
+	}}
+	for _, p := range pools {
+		if p.Statements == nil {
+			continue
+		}
+		cs := p.Statements.Stats()
+		for _, st := range p.Statements.Entries() {
+			rs.Rows = append(rs.Rows, []cell{
+				text(p.Database), text(p.User), text(st.Name), text(st.Query),
+				i4(len(st.ParamOIDs)), flag(st.Verified()),
+				u8(p.Stats.PreparedHits.Load()), u8(p.Stats.PreparedMisses.Load()),
+				u8(p.Stats.PreparedInjected.Load()), u8(cs.Evictions),
+			})
+		}
+	}
+	return rs
+}

@@ -21,6 +21,9 @@ type poolSnapshot struct {
 	waitTime, waitCount            uint64 // µs, count
 	waitTimeouts, connectErrors    uint64
 	clients, active, waiting       int64
+
+	prepared      [6]uint64 // hit, miss, injected, client_eviction, server_eviction, cache_eviction
+	preparedCache int
 }
 
 func snapshot(p *pooler.Pool) *poolSnapshot {
@@ -37,6 +40,12 @@ func snapshot(p *pooler.Pool) *poolSnapshot {
 	}
 	if set := p.Settings(); set != nil && set.User != nil {
 		s.poolSize = set.User.PoolSize
+	}
+	if p.Statements != nil {
+		cs := p.Statements.Stats()
+		s.prepared = [6]uint64{st.PreparedHits.Load(), st.PreparedMisses.Load(), st.PreparedInjected.Load(),
+			st.PreparedClientEvictions.Load(), st.PreparedServerEvictions.Load(), cs.Evictions}
+		s.preparedCache = cs.Size
 	}
 	return s
 }
@@ -102,6 +111,10 @@ var (
 		"Clients of a pool that gave up after query_wait_timeout without a server connection.")
 	connectErrorsDesc = poolDesc("pg_doorman_server_connect_errors_total",
 		"Failed attempts of a pool to open a server connection (connect, TLS or authentication to PostgreSQL).")
+	preparedDesc = poolDesc("pg_doorman_prepared_statements_total",
+		"Prepared statement events of a pool in transaction mode: hit and miss of a client Parse in the pool cache, injected (Parse sent to a server that lacked the statement), client_eviction (client_prepared_statements_cache_size), server_eviction (Close sent to make room on a server), cache_eviction (prepared_statements_cache_size).", "event")
+	preparedCacheDesc = poolDesc("pg_doorman_prepared_statements_cache_entries",
+		"Statements in a pool's prepared statement cache.")
 	serverEventsDesc = poolDesc("pg_doorman_pools_server_events_total",
 		"Server connection events of a pool: created, closed, check_failed (idle check), idle_expired (idle_timeout), lifetime_expired (server_lifetime).", "event")
 )
@@ -153,6 +166,13 @@ func allPoolSeries() []poolSeries {
 		counter(serverEventsDesc, "check_failed", func(s *poolSnapshot) float64 { return float64(s.conns.CheckFailures) }),
 		counter(serverEventsDesc, "idle_expired", func(s *poolSnapshot) float64 { return float64(s.conns.IdleExpired) }),
 		counter(serverEventsDesc, "lifetime_expired", func(s *poolSnapshot) float64 { return float64(s.conns.LifetimeClosed) }),
+		counter(preparedDesc, "hit", func(s *poolSnapshot) float64 { return float64(s.prepared[0]) }),
+		counter(preparedDesc, "miss", func(s *poolSnapshot) float64 { return float64(s.prepared[1]) }),
+		counter(preparedDesc, "injected", func(s *poolSnapshot) float64 { return float64(s.prepared[2]) }),
+		counter(preparedDesc, "client_eviction", func(s *poolSnapshot) float64 { return float64(s.prepared[3]) }),
+		counter(preparedDesc, "server_eviction", func(s *poolSnapshot) float64 { return float64(s.prepared[4]) }),
+		counter(preparedDesc, "cache_eviction", func(s *poolSnapshot) float64 { return float64(s.prepared[5]) }),
+		gauge(preparedCacheDesc, "", func(s *poolSnapshot) float64 { return float64(s.preparedCache) }),
 	}
 }
 

@@ -99,6 +99,22 @@ func TestPreparedPgxModes(t *testing.T) {
 	require.True(t, ok)
 	require.Greater(t, p.Stats.PreparedHits.Load(), uint64(0), "clients shared cached statements")
 	require.Greater(t, p.Stats.PreparedInjected.Load(), uint64(0), "statements moved between the 2 backends")
+
+	// SHOW PREPARED_STATEMENTS lists the pool cache.
+	admin := cached(t, d.DSN("admin", "admin-secret", "pgdoorman"), "default_query_exec_mode=simple_protocol")
+	rows, err := admin.Query(context.Background(), "SHOW PREPARED_STATEMENTS")
+	require.NoError(t, err)
+	found := false
+	for rows.Next() {
+		v, err := rows.Values()
+		require.NoError(t, err)
+		if v[3] == "SELECT $1::int * 2, $2::text" {
+			found = true
+			require.EqualValues(t, 1, v[5], "verified")
+		}
+	}
+	require.NoError(t, rows.Err())
+	require.True(t, found, "the statement is listed")
 }
 
 func TestPreparedSameNameDifferentSQL(t *testing.T) {
