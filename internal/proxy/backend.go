@@ -1,0 +1,189 @@
+package proxy
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/doorman-go/doorman/internal/patroni"
+)
+
+// backend is one host:port of a port, with the connections open to it.
+// Its cut channel is the broadcast epoch: closing it tells exactly the
+// connections to this backend to end. A backend that comes back later gets
+// a new value (and a new channel).
+type backend struct {
+	addr   string
+	cut    chan struct{}
+	reason Reason // why cut was closed; written before close, read after
+
+	// Guarded by the port's mu.
+	member string
+	role   patroni.Role
+	active int
+}
+
+func newBackend(t Target) *backend {
+	return &backend{addr: t.Addr, member: t.Member, role: t.Role, cut: make(chan struct{})}
+}
+
+// portState is the routing state of one port: the backends and the decision
+// of the last topology applied. Every field is guarded by mu.
+type portState struct {
+	mu        sync.Mutex
+	backends  map[string]*backend // kept backends by host:port
+	eligible  []*backend          // backends for new connections, in Plan order
+	refuse    Reason
+	fetchedAt time.Time // of the topology applied; zero before the first
+	next      int       // rotates the start among equally loaded backends
+	closed    bool
+}
+
+// pick chooses the eligible backend with the fewest active connections,
+// skipping tried ones, and counts the new connection on it. Among equals it
+// rotates, so short connections spread too. It returns a refusal reason
+// instead when the port is closed for new connections.
+func (s *portState) pick(now time.Time, maxAge time.Duration, tried map[string]bool) (*backend, Reason) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.refusalLocked(now, maxAge); r != ReasonNone {
+		return nil, r
+	}
+	var best *backend
+	n := len(s.eligible)
+	for i := range n {
+		b := s.eligible[(s.next+i)%n]
+		if tried[b.addr] {
+			continue
+		}
+		if best == nil || b.active < best.active {
+			best = b
+		}
+	}
+	if best == nil {
+		if len(tried) > 0 {
+			return nil, ReasonConnectFailed
+		}
+		return nil, ReasonNoBackends
+	}
+	s.next++
+	best.active++
+	return best, ReasonNone
+}
+
+// refusal is the reason the port refuses new connections now, if any.
+func (s *portState) refusal(now time.Time, maxAge time.Duration) Reason {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refusalLocked(now, maxAge)
+}
+
+func (s *portState) refusalLocked(now time.Time, maxAge time.Duration) Reason {
+	switch {
+	case s.closed:
+		return ReasonShutdown
+	case s.fetchedAt.IsZero():
+		return ReasonNoTopology
+	case now.Sub(s.fetchedAt) > maxAge:
+		return ReasonStaleTopology
+	}
+	return s.refuse
+}
+
+// release uncounts one connection of b.
+func (s *portState) release(b *backend) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b.active--
+	if b.active < 0 {
+		panic("BUG: backend active count below zero")
+	}
+}
+
+// cutNote describes backends cut by apply, for logs and metrics.
+type cutNote struct {
+	addr, member string
+	reason       Reason
+	active       int
+}
+
+// apply installs plan (from a topology fetched at fetchedAt): backends not
+// kept are cut, eligible ones are created or updated; counters of backends
+// that stay are preserved. It returns the cut backends and the previous
+// refusal reason.
+func (s *portState) apply(plan Plan, fetchedAt time.Time) (cuts []cutNote, prevRefuse Reason) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.backends == nil {
+		s.backends = map[string]*backend{}
+	}
+	prevRefuse = s.refuse
+	if s.fetchedAt.IsZero() {
+		prevRefuse = ReasonNoTopology
+	}
+	for addr, b := range s.backends {
+		if plan.Keep[addr] {
+			continue
+		}
+		b.reason = plan.CutReason(addr)
+		close(b.cut)
+		delete(s.backends, addr)
+		cuts = append(cuts, cutNote{addr: addr, member: b.member, reason: b.reason, active: b.active})
+	}
+	s.eligible = s.eligible[:0]
+	for _, t := range plan.Eligible {
+		b, ok := s.backends[t.Addr]
+		if !ok {
+			b = newBackend(t)
+			s.backends[t.Addr] = b
+		}
+		b.member, b.role = t.Member, t.Role
+		s.eligible = append(s.eligible, b)
+	}
+	s.refuse, s.fetchedAt = plan.Refuse, fetchedAt
+	return cuts, prevRefuse
+}
+
+// cutAll closes every backend's epoch (shutdown, port removal) and stops
+// new connections.
+func (s *portState) cutAll(reason Reason) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for addr, b := range s.backends {
+		b.reason = reason
+		close(b.cut)
+		delete(s.backends, addr)
+	}
+	s.eligible = nil
+}
+
+// BackendStat is a snapshot of one backend of a port.
+type BackendStat struct {
+	Addr     string       `json:"addr"`
+	Member   string       `json:"member"`
+	Role     patroni.Role `json:"role"`
+	Active   int          `json:"active"`
+	Eligible bool         `json:"eligible"`
+}
+
+// stats returns the backends sorted by address.
+func (s *portState) stats() []BackendStat {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	el := map[*backend]bool{}
+	for _, b := range s.eligible {
+		el[b] = true
+	}
+	out := make([]BackendStat, 0, len(s.backends))
+	for _, b := range s.backends {
+		out = append(out, BackendStat{Addr: b.addr, Member: b.member, Role: b.role, Active: b.active, Eligible: el[b]})
+	}
+	sortStats(out)
+	return out
+}
+
+func sortStats(s []BackendStat) {
+	slices.SortFunc(s, func(a, b BackendStat) int { return strings.Compare(a.Addr, b.Addr) })
+}

@@ -1,0 +1,31 @@
+// Package proxy is patroni_proxy: a TCP proxy that routes each new client
+// connection to a PostgreSQL member of a Patroni cluster by role, and closes
+// exactly the connections whose member stopped qualifying.
+//
+// NewPlan is the pure routing decision for one port and one /cluster
+// answer: which host:port backends take new connections (serving members
+// with a role of the port, minus noloadbalance, minus replicas over
+// max_lag_in_bytes or with unknown lag when a limit is set), which keep their
+// connections, and whether the port refuses new ones. A port listing
+// "leader" opens only while exactly one leader exists and serves (seed 004):
+// with none or two, new connections are refused at once; existing ones stay
+// unless their own backend lost the role, left running/streaming, went over
+// the lag limit or vanished. Each backend owns a cut channel (a broadcast
+// epoch): closing it ends exactly its connections.
+//
+// Proxy owns one patroni.Watcher per cluster, the listeners and the HTTP API
+// (Handler). Least-connections counters live per port and backend and survive
+// updates. A connect has connect_timeout and falls over to the next backend.
+// Bytes are copied with io.Copy between *net.TCPConn (splice on Linux), both
+// directions awaited, EOF passed on as a half-close.
+//
+// Staleness: when every Patroni URL fails, the last topology is trusted for
+// max_topology_age (default max(30 s, 3 intervals): Patroni's default ttl,
+// after which a leader that cannot renew its lock has demoted itself). Past
+// that every port refuses new connections (reason stale_topology), existing
+// connections are kept, an error is logged on every update interval, and
+// patroni_proxy_topology_stale is 1, until a fetch succeeds again.
+//
+// Proxy methods are safe for concurrent use. The package does not pool, parse
+// the PostgreSQL protocol or terminate TLS.
+package proxy

@@ -1,0 +1,59 @@
+package proxy
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the proxy's Prometheus series. NewMetrics registers them on
+// the registry it is given; nothing is registered globally.
+type Metrics struct {
+	Connections       *prometheus.GaugeVec   // cluster, port, backend
+	ConnectionsTotal  *prometheus.CounterVec // cluster, port, backend
+	Refused           *prometheus.CounterVec // cluster, port, reason
+	ConnectErrors     *prometheus.CounterVec // cluster, port, backend
+	Cut               *prometheus.CounterVec // cluster, port, reason
+	PortOpen          *prometheus.GaugeVec   // cluster, port
+	Updates           *prometheus.CounterVec // cluster
+	UpdateErrors      *prometheus.CounterVec // cluster
+	PatroniErrors     *prometheus.CounterVec // cluster, url
+	Members           *prometheus.GaugeVec   // cluster, role, state
+	Leaders           *prometheus.GaugeVec   // cluster
+	TopologyAge       *prometheus.GaugeVec   // cluster
+	TopologyStale     *prometheus.GaugeVec   // cluster
+	ReloadSuccessful  prometheus.Gauge
+	ReloadSuccessTime prometheus.Gauge
+}
+
+// NewMetrics creates the series and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	const ns = "patroni_proxy"
+	gv := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: name, Help: help}, labels)
+		reg.MustRegister(v)
+		return v
+	}
+	cv := func(name, help string, labels ...string) *prometheus.CounterVec {
+		v := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help}, labels)
+		reg.MustRegister(v)
+		return v
+	}
+	m := &Metrics{
+		Connections:       gv("connections", "Open client connections per port and backend (host:port).", "cluster", "port", "backend"),
+		ConnectionsTotal:  cv("connections_total", "Client connections forwarded per port and backend.", "cluster", "port", "backend"),
+		Refused:           cv("refused_connections_total", "Client connections refused, by reason.", "cluster", "port", "reason"),
+		ConnectErrors:     cv("backend_connect_errors_total", "Failed connects to a backend (the next backend is tried).", "cluster", "port", "backend"),
+		Cut:               cv("cut_connections_total", "Connections closed by the proxy because their backend stopped qualifying, by reason.", "cluster", "port", "reason"),
+		PortOpen:          gv("port_open", "1 while the port accepts new connections, 0 while it refuses them.", "cluster", "port"),
+		Updates:           cv("cluster_updates_total", "Topologies applied from Patroni /cluster.", "cluster"),
+		UpdateErrors:      cv("cluster_update_errors_total", "Topology fetches where every Patroni URL failed.", "cluster"),
+		PatroniErrors:     cv("patroni_request_errors_total", "Failed GET /cluster requests per Patroni URL.", "cluster", "url"),
+		Members:           gv("members", "Members in the last topology, by Patroni role and state.", "cluster", "role", "state"),
+		Leaders:           gv("leaders", "Members with role leader in the last topology (1 is the only healthy value).", "cluster"),
+		TopologyAge:       gv("topology_age_seconds", "Age of the last applied topology.", "cluster"),
+		TopologyStale:     gv("topology_stale", "1 while the topology is older than max_topology_age (new connections refused).", "cluster"),
+		ReloadSuccessful:  prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "config_last_reload_successful", Help: "Whether the last configuration reload succeeded."}),
+		ReloadSuccessTime: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "config_last_reload_success_timestamp_seconds", Help: "Time of the last successful configuration load."}),
+	}
+	reg.MustRegister(m.ReloadSuccessful, m.ReloadSuccessTime)
+	return m
+}

@@ -1,0 +1,199 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// port is one listening address of one cluster. Its spec is swapped by
+// reload; its state survives topology updates.
+type port struct {
+	env   *env
+	ln    *net.TCPListener
+	state portState
+	stop  chan struct{} // closed by close(): ends the accept loop
+	conns sync.WaitGroup
+
+	mu       sync.Mutex // guards spec and lastLog
+	spec     PortSpec
+	lastLog  map[Reason]time.Time
+	suppress map[Reason]int
+}
+
+func listenPort(e *env, spec PortSpec) (*port, error) {
+	ln, err := net.Listen("tcp", spec.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s (cluster %s port %s): %w", spec.Listen, spec.Cluster, spec.Name, err)
+	}
+	return &port{
+		env: e, ln: ln.(*net.TCPListener), spec: spec, stop: make(chan struct{}),
+		lastLog: map[Reason]time.Time{}, suppress: map[Reason]int{},
+	}, nil
+}
+
+func (p *port) getSpec() PortSpec {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.spec
+}
+
+func (p *port) setSpec(s PortSpec) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.spec = s
+}
+
+// serve accepts until close; each connection gets its own goroutine.
+func (p *port) serve() {
+	for {
+		c, err := p.ln.AcceptTCP()
+		if err != nil {
+			select {
+			case <-p.stop:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			p.env.log.Warn("accept failed", zap.String("listen", p.getSpec().Listen), zap.Error(err))
+			time.Sleep(50 * time.Millisecond) // EMFILE and the like: do not spin
+			continue
+		}
+		p.conns.Add(1)
+		go p.handle(c)
+	}
+}
+
+// handle routes one client: least-connections pick, dial with a timeout,
+// on failure the next backend, then forward until the end or a cut.
+func (p *port) handle(client *net.TCPConn) {
+	defer p.conns.Done()
+	spec := p.getSpec()
+	m := p.env.metrics
+	var tried map[string]bool
+	for {
+		b, reason := p.state.pick(p.env.clock.Now(), p.env.maxAge(), tried)
+		if b == nil {
+			_ = client.Close()
+			m.Refused.WithLabelValues(spec.Cluster, spec.Name, string(reason)).Inc()
+			p.logRefused(spec, reason, client.RemoteAddr())
+			return
+		}
+		server, err := p.dial(b.addr)
+		if err == nil {
+			select {
+			case <-b.cut: // cut while dialling: try another backend
+				_ = server.Close()
+				err = fmt.Errorf("backend cut while connecting: %s", b.reason)
+			default:
+			}
+		}
+		if err != nil {
+			p.state.release(b)
+			m.ConnectErrors.WithLabelValues(spec.Cluster, spec.Name, b.addr).Inc()
+			p.env.log.Warn("backend connect failed, trying the next one",
+				zap.String("cluster", spec.Cluster), zap.String("port", spec.Name),
+				zap.String("backend", b.addr), zap.String("member", b.member), zap.Error(err))
+			if tried == nil {
+				tried = map[string]bool{}
+			}
+			tried[b.addr] = true
+			continue
+		}
+		p.run(spec, client, server, b)
+		return
+	}
+}
+
+func (p *port) run(spec PortSpec, client, server *net.TCPConn, b *backend) {
+	m := p.env.metrics
+	g := m.Connections.WithLabelValues(spec.Cluster, spec.Name, b.addr)
+	g.Inc()
+	m.ConnectionsTotal.WithLabelValues(spec.Cluster, spec.Name, b.addr).Inc()
+	start := time.Now()
+	wasCut := forward(client, server, b.cut)
+	g.Dec()
+	p.state.release(b)
+	if wasCut {
+		m.Cut.WithLabelValues(spec.Cluster, spec.Name, string(b.reason)).Inc()
+		p.env.log.Debug("connection cut", zap.String("cluster", spec.Cluster), zap.String("port", spec.Name),
+			zap.String("backend", b.addr), zap.String("reason", string(b.reason)),
+			zap.Stringer("client", client.RemoteAddr()), zap.Duration("duration", time.Since(start)))
+	}
+}
+
+func (p *port) dial(addr string) (*net.TCPConn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.env.connectTimeout())
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.TCPConn), nil
+}
+
+// logRefused logs a refusal at most once a second per reason, with the
+// number of refusals it stands for, so a reconnect storm cannot flood logs.
+func (p *port) logRefused(spec PortSpec, reason Reason, client net.Addr) {
+	p.mu.Lock()
+	now := time.Now()
+	if now.Sub(p.lastLog[reason]) < time.Second {
+		p.suppress[reason]++
+		p.mu.Unlock()
+		return
+	}
+	n := p.suppress[reason] + 1
+	p.lastLog[reason], p.suppress[reason] = now, 0
+	p.mu.Unlock()
+	p.env.log.Warn("connection refused", zap.String("cluster", spec.Cluster), zap.String("port", spec.Name),
+		zap.String("reason", string(reason)), zap.Stringer("client", client), zap.Int("refused_since_last_line", n))
+}
+
+// applyPlan installs a plan and logs and counts what changed.
+func (p *port) applyPlan(plan Plan, fetchedAt time.Time) {
+	spec := p.getSpec()
+	cuts, prev := p.state.apply(plan, fetchedAt)
+	log := p.env.log.With(zap.String("cluster", spec.Cluster), zap.String("port", spec.Name))
+	for _, c := range cuts {
+		if c.active > 0 {
+			log.Info("closing connections to a backend that no longer qualifies",
+				zap.String("backend", c.addr), zap.String("member", c.member),
+				zap.String("reason", string(c.reason)), zap.Int("connections", c.active))
+		}
+	}
+	open := 1.0
+	if plan.Refuse != ReasonNone {
+		open = 0
+	}
+	p.env.metrics.PortOpen.WithLabelValues(spec.Cluster, spec.Name).Set(open)
+	switch {
+	case plan.Refuse != prev && plan.Refuse != ReasonNone:
+		log.Warn("port refuses new connections", zap.String("reason", string(plan.Refuse)))
+	case plan.Refuse == ReasonNone && prev != ReasonNone:
+		log.Info("port accepts new connections", zap.Int("backends", len(plan.Eligible)))
+	}
+}
+
+// close stops accepting and, when cutConns, cuts every connection.
+func (p *port) close(cutConns bool, reason Reason) {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+	}
+	_ = p.ln.Close()
+	if cutConns {
+		p.state.cutAll(reason)
+	}
+}
+
+// Addr returns the bound address (useful with port 0).
+func (p *port) Addr() net.Addr { return p.ln.Addr() }
