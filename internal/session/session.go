@@ -48,6 +48,9 @@ type Metrics interface {
 	ClientLogin(db, user string)
 	LoginFailure(reason string)
 	ServerLost(db, user string)
+	// ClientConnection counts a client connection by kind once its first
+	// packet is known: "plain", "tls" or "cancel".
+	ClientConnection(kind string)
 }
 
 // State of a client for SHOW CLIENTS.
@@ -225,9 +228,11 @@ func (s *Session) readStartup(ctx context.Context) (*protocol.StartupMessage, er
 				return nil, fmt.Errorf("refuse encryption: %w", err)
 			}
 		case *protocol.CancelRequest:
+			s.countConnection("cancel")
 			s.forwardCancel(ctx, m)
 			return nil, nil
 		case *protocol.StartupMessage:
+			s.countConnection("plain")
 			return m, nil
 		}
 	}
@@ -311,3 +316,9 @@ func (s *Session) Server() *pooler.Conn {
 
 // Pool returns the pool the client logged into (nil for admin sessions).
 func (s *Session) Pool() *pooler.Pool { return s.pool }
+
+func (s *Session) countConnection(kind string) {
+	if s.env.Metrics != nil {
+		s.env.Metrics.ClientConnection(kind)
+	}
+}
