@@ -100,6 +100,14 @@ func start(f flags, args []string) int {
 		return 1
 	}
 	defer log.Sync() //nolint:errcheck
+	if path := os.Getenv("PG_DOORMAN_CPUPROFILE"); path != "" {
+		stop, err := startCPUProfile(path)
+		if err != nil {
+			log.Error("cpu profile", zap.Error(err))
+		} else {
+			defer stop()
+		}
+	}
 	for _, w := range warnings {
 		log.Warn(w)
 	}

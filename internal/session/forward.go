@@ -210,6 +210,13 @@ func (s *Session) attach(ctx context.Context) (*pooler.Conn, error) {
 		return nil, s.acquireFailed(err)
 	}
 	s.state.Store(StateActive)
+	if s.pool.Settings().General.SyncServerParameters {
+		if err := s.syncParams(ctx, c); err != nil {
+			s.pool.Stats.ClientsActive.Add(-1)
+			s.fatal("08006", "server connection failed while applying client parameters")
+			return nil, err
+		}
+	}
 	if err := s.reportRoleParams(c.Value); err != nil {
 		s.pool.Release(c)
 		s.pool.Stats.ClientsActive.Add(-1)
@@ -318,4 +325,31 @@ func cleanupQuery(mode string, c *backend.Conn) string {
 		q = append(q, "CLOSE ALL")
 	}
 	return strings.Join(q, "; ")
+}
+
+// syncedParams are the session parameters sync_server_parameters keeps
+// equal to what the client set, on whichever server it lands.
+var syncedParams = [...]string{"client_encoding", "DateStyle", "TimeZone", "standard_conforming_strings", "application_name"}
+
+// syncParams sets on c the tracked parameters whose value differs from the
+// client's, in one round trip before the client's transaction.
+func (s *Session) syncParams(ctx context.Context, c *pooler.Conn) error {
+	var q strings.Builder
+	for _, k := range syncedParams {
+		want, ok := s.clientParams[k]
+		if !ok || c.Value.Params[k] == want {
+			continue
+		}
+		fmt.Fprintf(&q, "SET %s TO '%s';", k, strings.ReplaceAll(want, "'", "''"))
+	}
+	if q.Len() == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.Value.Exec(ctx, q.String()); err != nil {
+		s.pool.Destroy(c)
+		return fmt.Errorf("sync server parameters: %w", err)
+	}
+	return nil
 }

@@ -428,3 +428,25 @@ func TestManyClientsSmallPool(t *testing.T) {
 	}
 	require.LessOrEqual(t, len(pg.BackendPIDs(t, "app")), 4+1, "pool_size bounds the backends")
 }
+
+func TestSyncServerParameters(t *testing.T) {
+	for _, sync := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sync=%v", sync), func(t *testing.T) {
+			d := start(t, fmt.Sprintf("  sync_server_parameters: %v", sync), "transaction", 1)
+			tokyo := connect(t, d.DSN("app", "app-secret", "appdb")+" timezone=Asia/Tokyo application_name=tokyo")
+			utc := connect(t, d.DSN("app", "app-secret", "appdb")+" timezone=UTC application_name=utc")
+			ctx := context.Background()
+			var tz, app string
+			require.NoError(t, utc.QueryRow(ctx, "SELECT current_setting('TimeZone'), current_setting('application_name')").Scan(&tz, &app))
+			require.NoError(t, tokyo.QueryRow(ctx, "SELECT current_setting('TimeZone'), current_setting('application_name')").Scan(&tz, &app))
+			if sync {
+				require.Equal(t, "Asia/Tokyo", tz, "the one shared backend was switched to this client's TimeZone")
+				require.Equal(t, "tokyo", app)
+				require.NoError(t, utc.QueryRow(ctx, "SELECT current_setting('TimeZone')").Scan(&tz))
+				require.Equal(t, "UTC", tz)
+			} else {
+				require.NotEqual(t, "tokyo", app, "without sync the server keeps its own application_name")
+			}
+		})
+	}
+}

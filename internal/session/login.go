@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -54,6 +55,16 @@ func (s *Session) login(ctx context.Context, sm *protocol.StartupMessage) error 
 	s.clientParams = params
 	if s.AppName != "" {
 		s.clientParams["application_name"] = s.AppName
+	}
+	if set.General.SyncServerParameters {
+		// GUC names are case-insensitive: "timezone" sets TimeZone.
+		for name, v := range sm.Parameters {
+			for _, k := range syncedParams {
+				if strings.EqualFold(name, k) {
+					s.clientParams[k] = v
+				}
+			}
+		}
 	}
 	if s.env.Metrics != nil {
 		s.env.Metrics.ClientLogin(s.Database, s.User)

@@ -93,6 +93,7 @@ func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
 			conn.NoteCommandTag(f.Body())
 		case protocol.MsgParameterStatus:
 			conn.ApplyParameterStatus(f.Body())
+			s.noteParameterStatus(f.Body())
 		case protocol.MsgErrorResponse:
 			if isFatal(f.Body()) {
 				conn.Broken = true
@@ -130,6 +131,7 @@ func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transa
 	s.mu.Unlock()
 	if release {
 		st.ClientsActive.Add(-1)
+		s.state.Store(StateIdle)
 		s.giveBack(c)
 	}
 	return release
@@ -160,7 +162,7 @@ func (s *Session) giveBack(c *pooler.Conn) {
 		}
 		conn.DirtySet, conn.DirtyPrepare, conn.DirtyCursor = false, false, false
 	}
-	conn.Reader.Release()
+	conn.Reader.Shrink() // keep the 8 KiB buffer: one read syscall per reply, not two
 	s.pool.Release(c)
 }
 
@@ -273,4 +275,14 @@ func answersRequest(typ byte) bool {
 		return true
 	}
 	return false
+}
+
+// noteParameterStatus records what the client has now been told. Only
+// serverLoop calls it while attached; the client loop reads clientParams
+// only between transactions.
+func (s *Session) noteParameterStatus(body []byte) {
+	var ps protocol.ParameterStatus
+	if ps.Decode(body) == nil {
+		s.clientParams[ps.Name] = ps.Value
+	}
 }

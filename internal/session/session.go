@@ -146,6 +146,11 @@ func (s *Session) Kill(code, msg string) {
 	s.mu.Unlock()
 	_ = s.nc.SetWriteDeadline(time.Now().Add(time.Second))
 	_ = s.Write(protocol.AppendError(nil, "FATAL", code, msg))
+	if tc, ok := s.nc.(*net.TCPConn); ok {
+		// A graceful close, so the client reads the error before the
+		// connection ends (tcp_so_linger 0 would send a reset).
+		_ = tc.SetLinger(-1)
+	}
 	_ = s.nc.Close()
 }
 

@@ -1,0 +1,111 @@
+package prepared
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doorman-go/doorman/internal/protocol"
+)
+
+func TestCacheIdentity(t *testing.T) {
+	c := NewCache(10, "DOORMAN_")
+	a, hit := c.Get("SELECT $1", []uint32{23}, "")
+	require.False(t, hit)
+	b, hit := c.Get("SELECT $1", []uint32{23}, "")
+	require.True(t, hit)
+	require.Same(t, a, b)
+	tests := []struct {
+		name  string
+		query string
+		oids  []uint32
+		ctx   string
+	}{
+		{"other parameter types", "SELECT $1", []uint32{25}, ""},
+		{"no parameter types", "SELECT $1", nil, ""},
+		{"other search_path", "SELECT $1", []uint32{23}, "SET search_path TO other;"},
+		{"other text", "SELECT $1 ", []uint32{23}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, hit := c.Get(tt.query, tt.oids, tt.ctx)
+			require.False(t, hit)
+			require.NotEqual(t, a.Name, st.Name)
+		})
+	}
+	var p protocol.Parse
+	require.NoError(t, p.Decode(protocol.Frame(a.Parse()).Body()))
+	require.Equal(t, a.Name, p.Name)
+	require.Equal(t, "SELECT $1", p.Query)
+	require.Equal(t, []uint32{23}, p.ParamOIDs)
+}
+
+func TestCacheBoundedUnderConcurrency(t *testing.T) {
+	c := NewCache(300, "S")
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				if st, _ := c.Get(fmt.Sprintf("SELECT %d", (g*7919+i)%1000), nil, ""); st.Name == "" {
+					t.Error("statement without a name")
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	s := c.Stats()
+	require.LessOrEqual(t, s.Size, 300, "the bound holds under concurrency")
+	require.Len(t, c.Entries(), s.Size)
+	require.Equal(t, uint64(16000), s.Hits+s.Misses)
+	require.Greater(t, s.Evictions, uint64(0))
+}
+
+func TestEvictedStatementStaysUsable(t *testing.T) {
+	c := NewCache(1, "S")
+	a, _ := c.Get("SELECT 1", nil, "")
+	m := NewClientMap(0)
+	m.Put("mine", a)
+	c.Get("SELECT 2", nil, "") // evicts a from the shared index
+	require.Same(t, a, m.Get("mine"), "the client keeps its statement")
+	again, hit := c.Get("SELECT 1", nil, "")
+	require.False(t, hit)
+	require.NotEqual(t, a.Name, again.Name, "a new entry gets a new server name")
+}
+
+func TestClientMapLRU(t *testing.T) {
+	m := NewClientMap(2)
+	a, b, c := &Statement{Name: "a"}, &Statement{Name: "b"}, &Statement{Name: "c"}
+	require.Equal(t, 0, m.Put("x", a))
+	require.Equal(t, 0, m.Put("y", b))
+	require.Same(t, a, m.Get("x")) // x is now most recent
+	require.Equal(t, 1, m.Put("z", c))
+	require.Nil(t, m.Get("y"), "least recently used name evicted")
+	require.Same(t, a, m.Get("x"))
+	m.Delete("x")
+	require.Nil(t, m.Get("x"))
+	m.Clear()
+	require.Equal(t, 0, m.Len())
+	unlimited := NewClientMap(0)
+	for i := 0; i < 1000; i++ {
+		require.Equal(t, 0, unlimited.Put(fmt.Sprint(i), a))
+	}
+	require.Equal(t, 1000, unlimited.Len())
+}
+
+func TestServerSet(t *testing.T) {
+	s := NewServerSet(2)
+	a, b, c := &Statement{Name: "a"}, &Statement{Name: "b"}, &Statement{Name: "c"}
+	require.Nil(t, s.Add(a))
+	require.Nil(t, s.Add(b))
+	require.True(t, s.Has(a)) // a most recent
+	require.Same(t, b, s.Add(c), "the evicted statement is returned so the caller can Close it")
+	require.False(t, s.Has(b))
+	s.Remove(a)
+	require.False(t, s.Has(a))
+	s.Clear()
+	require.Equal(t, 0, s.Len())
+}
