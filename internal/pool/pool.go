@@ -186,6 +186,27 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Conn[T], error) {
 	}
 }
 
+// TryAcquire returns an idle connection without waiting, or nil when none
+// is free or clients are already queued (they come first). It is the hot
+// path: no timer, no context allocation.
+func (p *Pool[T]) TryAcquire(ctx context.Context) *Conn[T] {
+	for {
+		p.mu.Lock()
+		if p.closed || p.paused || p.waiters.Len() > 0 {
+			p.mu.Unlock()
+			return nil
+		}
+		c := p.takeIdleLocked(p.now())
+		p.mu.Unlock()
+		if c == nil {
+			return nil
+		}
+		if c, ok := p.checkout(ctx, c); ok {
+			return c
+		}
+	}
+}
+
 // tryAcquire does the locked part of Acquire: an idle connection, a create
 // slot, or a place in the queue (w == nil with no error means paused).
 func (p *Pool[T]) tryAcquire() (c *Conn[T], create bool, w *waiter[T], err error) {

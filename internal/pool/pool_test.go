@@ -401,3 +401,26 @@ func TestConcurrentStress(t *testing.T) {
 	require.LessOrEqual(t, cn.peak, 2)
 	cn.mu.Unlock()
 }
+
+func TestTryAcquireRespectsQueue(t *testing.T) {
+	p := newTestPool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, &connector{}, nil)
+	require.Nil(t, p.TryAcquire(context.Background()), "no idle connection yet")
+	c, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	p.Release(c)
+	got := p.TryAcquire(context.Background())
+	require.Same(t, c, got, "idle connection taken without waiting")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c2, err := p.Acquire(context.Background())
+		if err == nil {
+			p.Release(c2)
+		}
+	}()
+	waitFor(t, func() bool { return p.Stats().Waiting == 1 })
+	p.Release(got)
+	<-done
+	// The queued client got it by handoff; now it is idle again.
+	require.NotNil(t, p.TryAcquire(context.Background()))
+}

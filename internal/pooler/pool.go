@@ -84,6 +84,10 @@ func (p *Pool) Conns() *pool.Pool[*backend.Conn] { return p.conns }
 // Acquire waits for a server connection at most query_wait_timeout
 // (0 = no limit) and counts the wait.
 func (p *Pool) Acquire(ctx context.Context) (*Conn, error) {
+	if c := p.conns.TryAcquire(ctx); c != nil {
+		p.Stats.WaitCount.Add(1)
+		return c, nil
+	}
 	s := p.Settings()
 	if d := s.General.QueryWaitTimeout; d > 0 {
 		var cancel context.CancelFunc

@@ -292,3 +292,6 @@ func (r *Reader) dropBuf() {
 	r.buf, r.pooled = nil, nil
 	r.r, r.w = 0, 0
 }
+
+// Released reports whether the reader holds no buffer (see Release).
+func (r *Reader) Released() bool { return r.buf == nil }

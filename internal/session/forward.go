@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -47,10 +48,9 @@ func (s *Session) run(ctx context.Context) error {
 	for {
 		srv := s.attached()
 		if srv == nil && s.crd.Buffered() == 0 {
-			s.crd.Release()
 			s.state.Store(StateIdle)
 		}
-		typ, n, err := s.crd.PeekHeader()
+		typ, n, err := s.peekClient(srv == nil)
 		if err != nil {
 			return fmt.Errorf("read client: %w: %w", errClientGone, err)
 		}
@@ -104,6 +104,34 @@ func (s *Session) run(ctx context.Context) error {
 			s.wakeIfFakeDue(srv)
 		}
 	}
+}
+
+// idleRelease is how long a client between transactions keeps its read
+// buffer. A busy client reads each message with one syscall into the buffer
+// it holds; one that stays quiet longer gives the buffer back, so idle
+// clients cost no buffer (the next read then takes the 5-byte header first).
+const idleRelease = 100 * time.Millisecond
+
+// peekClient reads the next client message header. Between transactions it
+// bounds the read by idleRelease and, when the client stays quiet, releases
+// the read buffer and waits without one.
+func (s *Session) peekClient(between bool) (byte, int, error) {
+	if !between || s.crd.Buffered() > 0 || s.crd.Released() {
+		return s.crd.PeekHeader()
+	}
+	s.crd.Shrink() // a buffer grown for a large message goes back now
+	if s.crd.Released() {
+		return s.crd.PeekHeader()
+	}
+	_ = s.nc.SetReadDeadline(time.Now().Add(idleRelease))
+	typ, n, err := s.crd.PeekHeader()
+	_ = s.nc.SetReadDeadline(zeroTime)
+	var ne net.Error
+	if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
+		return typ, n, err
+	}
+	s.crd.Release()
+	return s.crd.PeekHeader()
 }
 
 func (s *Session) attached() *pooler.Conn {

@@ -1,0 +1,87 @@
+// Command benchrun is the benchmark behind `make bench`: pgbench against
+// PostgreSQL directly, through PgBouncer and through pg_doorman, and the
+// memory per idle client of both poolers. It writes a Markdown report.
+//
+// Config: BENCH_* environment variables (see bench/harness/settings.go) and
+// the flags below; -json also saves the raw results, and -render rewrites
+// the report from such a file without running anything. Signals: SIGINT
+// and SIGTERM stop the run; child processes die with it. Exit codes: 0 when
+// the report was written, 1 on any error, 2 on bad flags or settings.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/doorman-go/doorman/bench/harness"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	s := harness.DefaultSettings()
+	flag.StringVar(&s.DoormanBin, "doorman", s.DoormanBin, "pg_doorman binary")
+	flag.StringVar(&s.PgBouncerBin, "pgbouncer", s.PgBouncerBin, "pgbouncer binary")
+	flag.StringVar(&s.Out, "out", s.Out, "report file")
+	flag.StringVar(&s.RepoDir, "repo", s.RepoDir, "repository, for the git commit")
+	jsonOut := flag.String("json", "", "also save the raw results to this file")
+	renderFrom := flag.String("render", "", "only rewrite the report from raw results saved by -json")
+	flag.Parse()
+	s, err := s.ApplyEnv(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun:", err)
+		return 2
+	}
+	var rep harness.Report
+	if *renderFrom != "" {
+		rep, err = load(*renderFrom)
+	} else {
+		rep, err = measure(s, *jsonOut)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun:", err)
+		return 1
+	}
+	if err := os.WriteFile(s.Out, []byte(harness.Render(rep)), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun: write report:", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "benchrun: wrote %s (the run took %s)\n", s.Out, rep.Elapsed)
+	return 0
+}
+
+func measure(s harness.Settings, jsonOut string) (harness.Report, error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := harness.Run(ctx, s, os.Stderr)
+	if err != nil || jsonOut == "" {
+		return rep, err
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return rep, fmt.Errorf("encode results: %w", err)
+	}
+	if err := os.WriteFile(jsonOut, b, 0o644); err != nil {
+		return rep, fmt.Errorf("save results: %w", err)
+	}
+	return rep, nil
+}
+
+func load(path string) (harness.Report, error) {
+	var rep harness.Report
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return rep, fmt.Errorf("read results: %w", err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return rep, fmt.Errorf("decode results %s: %w", path, err)
+	}
+	return rep, nil
+}

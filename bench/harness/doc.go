@@ -1,0 +1,20 @@
+// Package harness runs the pg_doorman benchmark behind `make bench`:
+// pgbench against PostgreSQL directly, through PgBouncer and through
+// pg_doorman, interleaved in one run, and the memory each pooler needs per
+// idle client; it writes the results as docs/benchmarks.md.
+//
+// Run is the whole benchmark. It starts a throwaway PostgreSQL (pgtest),
+// fills it with pgbench -i, starts both poolers as child processes with the
+// same pool sizes, runs every case (script x protocol x clients) against
+// the three targets back to back for several rounds (rotating their order),
+// then measures resident memory of fresh pooler instances holding many idle
+// authenticated clients, and renders the Report with render.go.
+//
+// Settings come from BENCH_* environment variables (settings.go). Child
+// processes die with the harness (Pdeathsig); PgBouncer runs as the
+// postgres OS user when the harness runs as root. Everything listens on
+// 127.0.0.1 only. Parsing of pgbench output lives in package bench/pgbench.
+//
+// The package is not safe for concurrent use: one Run per process, because
+// it raises the process's open-file limit and owns its work directory.
+package harness

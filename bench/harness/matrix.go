@@ -1,0 +1,206 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/doorman-go/doorman/bench/pgbench"
+)
+
+// Target names, in the order of the report's columns.
+const (
+	TargetDirect    = "direct"
+	TargetPgBouncer = "pgbouncer"
+	TargetDoorman   = "pg_doorman"
+)
+
+// target is where pgbench connects.
+type target struct {
+	name string
+	port int
+	db   string
+}
+
+// Case is one cell of the matrix.
+type Case struct {
+	Script  string
+	Mode    string
+	Clients int
+}
+
+func (c Case) String() string {
+	return fmt.Sprintf("%s -M %s -c %d", c.Script, c.Mode, c.Clients)
+}
+
+// CaseResult holds every round of one case, per target name.
+type CaseResult struct {
+	Case
+	Runs map[string][]runResult
+}
+
+// TPS is the median TPS of a target's rounds that produced a summary.
+func (r CaseResult) TPS(target string) float64 {
+	var xs []float64
+	for _, run := range r.Runs[target] {
+		if run.Err == "" {
+			xs = append(xs, run.Summary.TPS)
+		}
+	}
+	return pgbench.Median(xs)
+}
+
+// ConnTime is the median time pgbench took to connect all clients.
+func (r CaseResult) ConnTime(target string) time.Duration {
+	var xs []float64
+	for _, run := range r.Runs[target] {
+		if run.Err == "" {
+			xs = append(xs, run.Summary.ConnTimeMS)
+		}
+	}
+	return time.Duration(pgbench.Median(xs) * float64(time.Millisecond))
+}
+
+// Latency pools the transaction times of all rounds of a target.
+func (r CaseResult) Latency(target string) pgbench.Latency {
+	var all []int64
+	for _, run := range r.Runs[target] {
+		all = append(all, run.TxLog.Latencies...)
+	}
+	return pgbench.Summarize(all)
+}
+
+// Failed sums failed transactions, aborted clients and failed runs.
+func (r CaseResult) Failed(target string) (failedTx int64, aborted, failedRuns int) {
+	for _, run := range r.Runs[target] {
+		failedTx += max(run.Summary.Failed, int64(run.TxLog.Failed)) // both count the same failures
+		aborted += run.Stderr.AbortedClients
+		if run.Err != "" || run.ExitCode != 0 {
+			failedRuns++
+		}
+	}
+	return failedTx, aborted, failedRuns
+}
+
+// Errors lists the distinct error texts of a target's rounds.
+func (r CaseResult) Errors(target string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, run := range r.Runs[target] {
+		for _, e := range append(append([]string(nil), run.Stderr.Errors...), run.Err) {
+			if e != "" && !seen[e] {
+				seen[e] = true
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// matrixCases lists script x mode x clients, select-only first.
+func matrixCases(clients []int) []Case {
+	var cases []Case
+	for _, script := range []string{ScriptSelectOnly, ScriptTPCB} {
+		for _, mode := range []string{"simple", "extended"} {
+			for _, c := range clients {
+				cases = append(cases, Case{Script: script, Mode: mode, Clients: c})
+			}
+		}
+	}
+	return cases
+}
+
+// connMargin multiplies the probed connection time in a run's -T: logins
+// are slower while the previous run's backends are still exiting.
+const connMargin = 1.5
+
+// runner runs cases against targets.
+type runner struct {
+	pgbench  string
+	settings Settings
+	logDir   string
+	progress io.Writer
+	connTime map[string]time.Duration // probed connection time per target and client count
+}
+
+// duration is the -T of a run: pgbench's -T includes the time to connect
+// all clients (which for hundreds of direct clients can exceed the whole
+// run on a small machine), so the probed connection time, with margin, is
+// added; the reported TPS excludes connecting either way.
+func (rn *runner) duration(ctx context.Context, t target, clients int) (time.Duration, error) {
+	key := fmt.Sprintf("%s/%s/%d", t.name, t.db, clients)
+	if rn.connTime == nil {
+		rn.connTime = map[string]time.Duration{}
+	}
+	conn, ok := rn.connTime[key]
+	if !ok {
+		res, err := runPgbench(ctx, rn.pgbench, runSpec{
+			target: t.name, port: t.port, db: t.db, script: ScriptSelectOnly, mode: "simple",
+			clients: clients, jobs: rn.settings.Jobs, txs: 1, logDir: rn.logDir,
+		})
+		if err != nil {
+			return 0, fmt.Errorf("probe connection time of %s with %d clients: %w", t.name, clients, err)
+		}
+		conn = time.Duration(res.Summary.ConnTimeMS * float64(time.Millisecond))
+		if res.Err != "" {
+			conn = 10 * time.Second // unknown: be generous
+		}
+		rn.connTime[key] = conn
+		fmt.Fprintf(rn.progress, "probe: %d clients connect to %s in %s\n", clients, t.name, conn.Round(time.Millisecond))
+	}
+	extra := (time.Duration(connMargin*float64(conn)) + time.Second).Round(time.Second)
+	return rn.settings.Duration + extra, nil
+}
+
+// runCases runs every case against every target, rounds times; within a
+// round the targets of a case run back to back, in an order rotated per
+// case and round so that no target always runs first (on a warm cache) or
+// last.
+func (rn *runner) runCases(ctx context.Context, cases []Case, targets []target, rounds int) ([]CaseResult, error) {
+	results := make([]CaseResult, len(cases))
+	for i, c := range cases {
+		results[i] = CaseResult{Case: c, Runs: map[string][]runResult{}}
+	}
+	total, done := rounds*len(cases)*len(targets), 0
+	for round := range rounds {
+		for i, c := range cases {
+			for k := range targets {
+				if err := ctx.Err(); err != nil {
+					return nil, fmt.Errorf("benchmark stopped: %w", err)
+				}
+				t := targets[(k+i+round)%len(targets)]
+				dur, err := rn.duration(ctx, t, c.Clients)
+				if err != nil {
+					return nil, err
+				}
+				res, err := runPgbench(ctx, rn.pgbench, runSpec{
+					target: t.name, port: t.port, db: t.db, script: c.Script, mode: c.Mode,
+					clients: c.Clients, jobs: rn.settings.Jobs, dur: dur, logDir: rn.logDir,
+				})
+				if err != nil {
+					return nil, fmt.Errorf("%s against %s: %w", c, t.name, err)
+				}
+				results[i].Runs[t.name] = append(results[i].Runs[t.name], res)
+				done++
+				fmt.Fprintf(rn.progress, "[%d/%d] round %d %-32s %-10s %s\n", done, total, round+1, c, t.name, brief(res))
+			}
+		}
+	}
+	return results, nil
+}
+
+// brief is a one-line account of a run for the progress output.
+func brief(r runResult) string {
+	s := fmt.Sprintf("%9.0f tps", r.Summary.TPS)
+	if r.Err != "" {
+		s = "FAILED: " + r.Err
+	}
+	if r.Stderr.AbortedClients > 0 {
+		s += fmt.Sprintf(", %d clients aborted", r.Stderr.AbortedClients)
+	}
+	if len(r.Stderr.Errors) > 0 {
+		s += ", " + r.Stderr.Errors[0]
+	}
+	return s
+}

@@ -1,0 +1,167 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Memory is a process's resident set from /proc/<pid>/status, in bytes.
+type Memory struct {
+	RSS  int64 // VmRSS: now
+	Peak int64 // VmHWM: the high-water mark since start
+}
+
+// readMemory reads /proc/<pid>/status.
+func readMemory(pid int) (Memory, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return Memory{}, fmt.Errorf("read memory of pid %d: %w", pid, err)
+	}
+	defer f.Close()
+	return parseStatus(f)
+}
+
+// parseStatus reads the VmRSS and VmHWM lines ("VmRSS:	  10240 kB").
+func parseStatus(r io.Reader) (Memory, error) {
+	var m Memory
+	var seen int
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		key, value, ok := strings.Cut(sc.Text(), ":")
+		if !ok || (key != "VmRSS" && key != "VmHWM") {
+			continue
+		}
+		fields := strings.Fields(value)
+		if len(fields) != 2 || fields[1] != "kB" {
+			return m, fmt.Errorf("status line %q: want <number> kB", sc.Text())
+		}
+		kb, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			return m, fmt.Errorf("status line %q: %w", sc.Text(), err)
+		}
+		if key == "VmRSS" {
+			m.RSS = kb << 10
+		} else {
+			m.Peak = kb << 10
+		}
+		seen++
+	}
+	if err := sc.Err(); err != nil {
+		return m, fmt.Errorf("read status: %w", err)
+	}
+	if seen != 2 {
+		return m, fmt.Errorf("status has no VmRSS or VmHWM line")
+	}
+	return m, nil
+}
+
+// IdleResult is the memory a pooler needed for Clients idle clients.
+type IdleResult struct {
+	Pooler      string
+	Clients     int // asked for
+	Opened      int // connected and authenticated
+	Before      Memory
+	After       Memory
+	ConnectTime time.Duration
+	Err         string // first connect error, "" when all opened
+}
+
+// PerClient is the RSS growth per opened client, in bytes.
+func (r IdleResult) PerClient() float64 {
+	if r.Opened == 0 {
+		return 0
+	}
+	return float64(r.After.RSS-r.Before.RSS) / float64(r.Opened)
+}
+
+// idleConnectWorkers is how many logins run at once: enough to finish
+// quickly, few enough not to trip the poolers' login rate limits.
+const idleConnectWorkers = 32
+
+// settleTimeout bounds waiting for the RSS to stop moving.
+const settleTimeout = 5 * time.Second
+
+// measureIdle opens n authenticated connections to p, leaves them idle,
+// reads the pooler's memory and closes them.
+func measureIdle(ctx context.Context, p *pooler, n int) (IdleResult, error) {
+	res := IdleResult{Pooler: p.name, Clients: n}
+	var err error
+	if res.Before, err = readMemory(p.proc.PID()); err != nil {
+		return res, err
+	}
+	start := time.Now()
+	conns, firstErr := openIdle(ctx, p.dsn(benchDB), n)
+	res.ConnectTime = time.Since(start)
+	res.Opened = len(conns)
+	if firstErr != nil {
+		res.Err = firstErr.Error()
+	}
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close(ctx)
+		}
+	}()
+	res.After, err = settledMemory(ctx, p.proc.PID())
+	return res, err
+}
+
+// openIdle opens up to n connections; it returns those that opened and the
+// first error.
+func openIdle(ctx context.Context, dsn string, n int) ([]*pgconn.PgConn, error) {
+	var (
+		mu       sync.Mutex
+		conns    []*pgconn.PgConn
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	jobs := make(chan struct{})
+	for range idleConnectWorkers {
+		wg.Go(func() {
+			for range jobs {
+				c, err := pgconn.Connect(ctx, dsn)
+				mu.Lock()
+				if err == nil {
+					conns = append(conns, c)
+				} else if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for range n {
+		jobs <- struct{}{}
+	}
+	close(jobs)
+	wg.Wait()
+	return conns, firstErr
+}
+
+// settledMemory polls the memory until two readings in a row agree on RSS
+// (the pooler has finished reacting to the logins) or settleTimeout passes.
+func settledMemory(ctx context.Context, pid int) (Memory, error) {
+	deadline := time.Now().Add(settleTimeout)
+	prev, err := readMemory(pid)
+	for err == nil && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return prev, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		var cur Memory
+		if cur, err = readMemory(pid); err == nil && cur.RSS == prev.RSS {
+			return cur, nil
+		}
+		prev = cur
+	}
+	return prev, err
+}

@@ -1,0 +1,54 @@
+package harness
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doorman-go/doorman/internal/config"
+)
+
+// A SCRAM verifier as pg_authid stores it (password "bench-secret" is not
+// needed to load the config).
+const testVerifier = "SCRAM-SHA-256$4096:c2FsdHNhbHRzYWx0c2FsdA==$" +
+	"Wj8kGIgHV3VOWrHuQ/8mDrNeUxUIdFnjC+ouDrr24Eo=:Sn14UBPVGzHSYYn9ur2+Ucd7HECLKY/D+7ZRB0pVOUI="
+
+func TestDoormanYAMLLoads(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := poolerConfig{dir: dir, pgPort: 5432, verifier: testVerifier, poolSize: 40, prepSize: 10, maxClients: 2500}
+	path := filepath.Join(dir, "doorman.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(doormanYAML(6432, c)), 0o600))
+	cfg, _, err := config.Load(path)
+	require.NoError(t, err)
+	require.Equal(t, 6432, cfg.General.Port)
+	require.False(t, cfg.General.LogClientConnections)
+	require.Equal(t, 8192, cfg.General.MaxConnections)
+	sizes := map[string]int{}
+	for _, p := range cfg.Pools {
+		require.Equal(t, benchDB, p.ServerDatabase, p.Name)
+		require.Equal(t, "transaction", p.PoolMode, p.Name)
+		require.Len(t, p.Users, 1)
+		require.Equal(t, testVerifier, p.Users[0].Password)
+		sizes[p.Name] = p.Users[0].PoolSize
+	}
+	require.Equal(t, map[string]int{benchDB: 40, preparedDB: 10}, sizes)
+}
+
+func TestPgBouncerINI(t *testing.T) {
+	t.Parallel()
+	c := poolerConfig{pgPort: 5432, poolSize: 40, prepSize: 10, maxClients: 2500}
+	ini := pgbouncerINI(6433, "/w/users", "/w/log", c)
+	for _, want := range []string{
+		"bench = host=127.0.0.1 port=5432 dbname=bench\n",
+		"bench_prep = host=127.0.0.1 port=5432 dbname=bench pool_size=10\n",
+		"listen_port = 6433\n", "auth_type = scram-sha-256\n", "auth_file = /w/users\n",
+		"pool_mode = transaction\n", "default_pool_size = 40\n", "max_client_conn = 2500\n",
+	} {
+		require.Contains(t, ini, want)
+	}
+	require.Less(t, strings.Index(ini, "[databases]"), strings.Index(ini, "[pgbouncer]"))
+}

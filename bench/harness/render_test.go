@@ -1,0 +1,110 @@
+package harness
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doorman-go/doorman/bench/pgbench"
+)
+
+// run makes a runResult with a TPS and n transactions of lat µs each.
+func run(tps float64, n int, lat int64) runResult {
+	r := runResult{Summary: pgbench.Summary{TPS: tps, Processed: int64(n)}}
+	for range n {
+		r.TxLog.Latencies = append(r.TxLog.Latencies, lat)
+	}
+	return r
+}
+
+func testReport() Report {
+	s := DefaultSettings()
+	s.Clients = []int{400}
+	aborted := runResult{Summary: pgbench.Summary{TPS: 300}, ExitCode: 2,
+		Stderr: pgbench.Stderr{AbortedClients: 100, RunAborted: true, Errors: []string{`ERROR: prepared statement "P_0" does not exist`}}}
+	return Report{
+		Date: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), Elapsed: time.Minute, Settings: s, MaxConns: 500,
+		Machine: Machine{CPUs: 2, CPUModel: "AMD EPYC", LoadBefore: "0.10 0.20 0.30", LoadAfter: "1.00 1.00 1.00"},
+		Matrix: []CaseResult{{
+			Case: Case{Script: ScriptSelectOnly, Mode: "simple", Clients: 400},
+			Runs: map[string][]runResult{
+				TargetDirect:    {run(1000, 10, 2000), run(1200, 10, 2000)},
+				TargetPgBouncer: {run(2000, 10, 1000), run(2000, 10, 1000)},
+				TargetDoorman:   {run(3000, 10, 500), run(3000, 10, 500)},
+			},
+		}},
+		Prepared: []CaseResult{{
+			Case: Case{Script: ScriptSelectOnly, Mode: "prepared", Clients: 100},
+			Runs: map[string][]runResult{
+				TargetDirect: {run(5000, 1, 1)}, TargetPgBouncer: {aborted}, TargetDoorman: {run(4000, 1, 1)},
+			},
+		}},
+		LoadMemory: map[string]Memory{TargetDoorman: {RSS: 20 << 20, Peak: 30 << 20}},
+		Idle: []IdleResult{{Pooler: TargetPgBouncer, Clients: 2000, Opened: 2000,
+			Before: Memory{RSS: 8 << 20}, After: Memory{RSS: 8<<20 + 2000*600, Peak: 9 << 20}}},
+	}
+}
+
+func TestRender(t *testing.T) {
+	t.Parallel()
+	md := Render(testReport())
+	for _, want := range []string{
+		"2026-01-02 03:04 UTC",
+		"| CPU model | AMD EPYC |",
+		// medians 1100, 2000, 3000; ratios doorman/pgbouncer, doorman/direct, pgbouncer/direct
+		"| select-only | simple | 400 | 1100 | 2000 | 3000 | 1.50 | 2.73 | 1.82 |",
+		"| select-only | simple | 400 | 2.00 / 2.00 | 1.00 / 1.00 | 0.50 / 0.50 |",
+		"| select-only | simple | pg_doorman | 20 | 0.50 | 0.50 | 0.50 | 1.0 |",
+		`| select-only | pgbouncer | 300 | 0 | 100 | 2 | ERROR: prepared statement "P_0" does not exist |`,
+		"| select-only | pg_doorman | 4000 | 0 | 0 | 0 |  |",
+		"| pgbouncer | 2000 of 2000 | 8.0 MiB | 9.1 MiB | 9.0 MiB | 600 |",
+		"| pg_doorman | 20.0 MiB | 30.0 MiB |",
+		"No failed runs, failed transactions or aborted clients.",
+		"-M prepared through pg_doorman in transaction mode ran without errors.",
+		"-M prepared through pgbouncer in transaction mode failed (100 aborted client(s))",
+		"the largest difference between rounds of the same case and target was 20% (select-only -M simple -c 400, direct)",
+	} {
+		require.Contains(t, md, want)
+	}
+	require.NotContains(t, md, "Other processes were busy")
+}
+
+func TestRenderFailuresAndLoad(t *testing.T) {
+	t.Parallel()
+	r := testReport()
+	r.Machine.LoadBefore = "9.00 9.00 9.00"
+	r.Matrix[0].Runs[TargetDirect][1] = runResult{Err: "exit code 0, pgbench summary has no tps line", TxLog: pgbench.TxLog{Failed: 3}}
+	md := Render(r)
+	require.Contains(t, md, "- select-only -M simple -c 400, direct: 1 failed run(s), 3 failed transaction(s), 0 aborted client(s); exit code 0")
+	require.Contains(t, md, "| select-only | simple | 400 | 1000 |", "the failed round must not count in the median")
+	require.Contains(t, md, "Other processes were busy")
+}
+
+func TestRatioAndCell(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "n/a", ratio(1, 0))
+	require.Equal(t, "n/a", ratio(0, 1))
+	require.Equal(t, "0.50", ratio(1, 2))
+	require.Equal(t, `a \| b c`, cell("a | b\nc"))
+}
+
+func TestMatrixCases(t *testing.T) {
+	t.Parallel()
+	cases := matrixCases([]int{10, 400})
+	require.Len(t, cases, 8)
+	require.Equal(t, Case{Script: ScriptSelectOnly, Mode: "simple", Clients: 10}, cases[0])
+	require.Equal(t, Case{Script: ScriptTPCB, Mode: "extended", Clients: 400}, cases[7])
+	require.Equal(t, "tpcb-like -M extended -c 400", cases[7].String())
+}
+
+func TestRenderConnTime(t *testing.T) {
+	t.Parallel()
+	r := testReport()
+	for i, ms := range []float64{300, 500} {
+		r.Matrix[0].Runs[TargetDirect][i].Summary.ConnTimeMS = ms
+	}
+	r.Matrix[0].Runs[TargetDoorman][0].Summary.ConnTimeMS = 40
+	r.Matrix[0].Runs[TargetDoorman][1].Summary.ConnTimeMS = 60
+	require.Contains(t, Render(r), "| select-only | simple | 400 | 400 | 0 | 50 |")
+}

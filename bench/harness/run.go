@@ -1,0 +1,180 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/doorman-go/doorman/internal/pgtest"
+)
+
+// Report is everything one Run measured.
+type Report struct {
+	Date       time.Time
+	Elapsed    time.Duration
+	Machine    Machine
+	Settings   Settings
+	MaxConns   int // PostgreSQL max_connections
+	Matrix     []CaseResult
+	Prepared   []CaseResult
+	LoadMemory map[string]Memory // poolers' memory after the matrix
+	Idle       []IdleResult
+}
+
+// Run runs the whole benchmark; progress gets one line per step.
+func Run(ctx context.Context, s Settings, progress io.Writer) (Report, error) {
+	rep := Report{Date: time.Now().UTC(), Settings: s, LoadMemory: map[string]Memory{}}
+	pgbenchBin, err := checkBinaries(s)
+	if err != nil {
+		return rep, err
+	}
+	if err := raiseFileLimit(s.IdleClients + s.MaxClients() + 1024); err != nil {
+		return rep, err
+	}
+	dir, err := makeWorkDir()
+	if err != nil {
+		return rep, err
+	}
+	if s.Keep {
+		fmt.Fprintf(progress, "work directory %s is kept (BENCH_KEEP=1)\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	rep.Machine = describeMachine(s, pgbenchBin)
+	fmt.Fprintf(progress, "machine: %s\n", rep.Machine)
+
+	fmt.Fprintf(progress, "starting PostgreSQL and pgbench -i -s %d\n", s.Scale)
+	pg, err := startPostgres(ctx, s)
+	if err != nil {
+		return rep, err
+	}
+	defer pg.stop()
+	rep.Machine.Postgres = pg.version
+	rep.MaxConns = pg.maxConns
+	cfg := poolerConfig{dir: dir, pgPort: pg.Port, verifier: pg.verifier, poolSize: s.PoolSize,
+		prepSize: s.PreparedPoolSize, maxClients: s.IdleClients + s.MaxClients() + 100}
+	rn := &runner{pgbench: pgbenchBin, settings: s, logDir: dir, progress: progress}
+	if err := runLoad(ctx, s, cfg, rn, &rep); err != nil {
+		return rep, err
+	}
+	idle := []struct {
+		tag, bin string
+		start    startFunc
+	}{{"doorman-idle", s.DoormanBin, startDoorman}, {"pgbouncer-idle", s.PgBouncerBin, startPgBouncer}}
+	for _, p := range idle {
+		res, err := runIdle(ctx, s.IdleClients, cfg, p.start, p.bin, p.tag)
+		if err != nil {
+			return rep, err
+		}
+		fmt.Fprintf(progress, "idle clients: %s holds %d clients with %.0f bytes each\n", res.Pooler, res.Opened, res.PerClient())
+		rep.Idle = append(rep.Idle, res)
+	}
+	rep.Machine.LoadAfter = loadAverage()
+	rep.Elapsed = time.Since(rep.Date).Round(time.Second)
+	return rep, nil
+}
+
+// runLoad runs the throughput matrix and the -M prepared cases through one
+// pg_doorman and one PgBouncer.
+func runLoad(ctx context.Context, s Settings, cfg poolerConfig, rn *runner, rep *Report) (err error) {
+	doorman, err := startDoorman(ctx, s.DoormanBin, "doorman", cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, doorman.proc.stop()) }()
+	bouncer, err := startPgBouncer(ctx, s.PgBouncerBin, "pgbouncer", cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, bouncer.proc.stop()) }()
+
+	targets := []target{
+		{name: TargetDirect, port: cfg.pgPort, db: benchDB},
+		{name: TargetPgBouncer, port: bouncer.port, db: benchDB},
+		{name: TargetDoorman, port: doorman.port, db: benchDB},
+	}
+	if rep.Matrix, err = rn.runCases(ctx, matrixCases(s.Clients), targets, s.Rounds); err != nil {
+		return err
+	}
+	for _, p := range []*pooler{doorman, bouncer} {
+		if rep.LoadMemory[p.name], err = readMemory(p.proc.PID()); err != nil {
+			return err
+		}
+	}
+	targets[1].db, targets[2].db = preparedDB, preparedDB
+	prepared := []Case{
+		{Script: ScriptSelectOnly, Mode: "prepared", Clients: s.PreparedClients},
+		{Script: ScriptTPCB, Mode: "prepared", Clients: s.PreparedClients},
+	}
+	rep.Prepared, err = rn.runCases(ctx, prepared, targets, 1)
+	return err
+}
+
+// startFunc starts a pooler binary with a config tag.
+type startFunc func(ctx context.Context, bin, tag string, cfg poolerConfig) (*pooler, error)
+
+// runIdle starts a fresh pooler, measures it holding n idle clients and
+// stops it.
+func runIdle(ctx context.Context, n int, cfg poolerConfig, start startFunc, bin, tag string) (res IdleResult, err error) {
+	p, err := start(ctx, bin, tag, cfg)
+	if err != nil {
+		return res, err
+	}
+	defer func() { err = errors.Join(err, p.proc.stop()) }()
+	return measureIdle(ctx, p, n)
+}
+
+// checkBinaries finds pgbench and checks the two poolers exist.
+func checkBinaries(s Settings) (pgbench string, err error) {
+	pgbench, err = pgtest.FindBinary("pgbench")
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(s.DoormanBin); err != nil {
+		return "", fmt.Errorf("pg_doorman binary: %w (run make build)", err)
+	}
+	if _, err := os.Stat(s.PgBouncerBin); err != nil {
+		return "", fmt.Errorf("pgbouncer binary: %w (Debian: apt-get install pgbouncer)", err)
+	}
+	return pgbench, nil
+}
+
+// raiseFileLimit lifts RLIMIT_NOFILE to at least n (children inherit it).
+func raiseFileLimit(n int) error {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return fmt.Errorf("get open file limit: %w", err)
+	}
+	if lim.Cur >= uint64(n) {
+		return nil
+	}
+	lim.Cur = uint64(n)
+	lim.Max = max(lim.Max, lim.Cur)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return fmt.Errorf("raise open file limit to %d (run as root or raise ulimit -Hn): %w", n, err)
+	}
+	return nil
+}
+
+// makeWorkDir makes a directory the postgres OS user can use too.
+func makeWorkDir() (string, error) {
+	dir, err := os.MkdirTemp("/tmp", "doorman-bench-")
+	if err != nil {
+		return "", fmt.Errorf("create work dir: %w", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", fmt.Errorf("chmod work dir: %w", err)
+	}
+	cred, err := postgresCredential()
+	if err != nil || cred == nil {
+		return dir, err
+	}
+	if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+		return "", fmt.Errorf("chown work dir: %w", err)
+	}
+	return dir, nil
+}

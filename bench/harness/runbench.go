@@ -1,0 +1,122 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/doorman-go/doorman/bench/pgbench"
+)
+
+// Scripts are pgbench's builtin scripts; "tpcb-like" is its default.
+const (
+	ScriptSelectOnly = "select-only"
+	ScriptTPCB       = "tpcb-like"
+)
+
+// runSpec is one pgbench invocation.
+type runSpec struct {
+	target  string // "direct", "pgbouncer" or "pg_doorman"
+	port    int
+	db      string
+	script  string
+	mode    string // -M: simple, extended or prepared
+	clients int
+	jobs    int
+	dur     time.Duration // -T
+	txs     int           // -t instead of -T when positive
+	logDir  string        // where the -l files go; emptied after reading
+}
+
+// runResult is what one pgbench run gave.
+type runResult struct {
+	Summary  pgbench.Summary
+	Stderr   pgbench.Stderr
+	ExitCode int
+	Err      string // why there is no summary, "" when there is one
+	TxLog    pgbench.TxLog
+}
+
+// runPgbench runs pgbench with -l and reads its summary and logs. A
+// pgbench failure is recorded in the result, not returned: the benchmark
+// reports it and goes on. The error is for the harness's own failures.
+func runPgbench(ctx context.Context, bin string, spec runSpec) (runResult, error) {
+	dir, err := os.MkdirTemp(spec.logDir, "run-")
+	if err != nil {
+		return runResult{}, fmt.Errorf("create pgbench log dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	args := []string{
+		"-h", "127.0.0.1", "-p", strconv.Itoa(spec.port), "-U", benchUser,
+		"-b", spec.script, "-M", spec.mode,
+		"-c", strconv.Itoa(spec.clients), "-j", strconv.Itoa(max(1, min(spec.jobs, spec.clients))),
+		"-l", "--log-prefix=" + filepath.Join(dir, "tx"), spec.db,
+	}
+	if spec.txs > 0 {
+		args = append(args, "-t", strconv.Itoa(spec.txs))
+	} else {
+		args = append(args, "-T", strconv.Itoa(int(spec.dur/time.Second)))
+	}
+	// pgbench -T does not stop clients stuck in a wait; bound the whole run.
+	ctx, cancel := context.WithTimeout(ctx, spec.dur+2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+benchPassword)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	var res runResult
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(runErr, &exitErr):
+		res.ExitCode = exitErr.ExitCode()
+	case runErr != nil:
+		return res, fmt.Errorf("run pgbench: %w", runErr)
+	}
+	stderrCopy := stderr.String()
+	if res.Stderr, err = pgbench.ParseStderr(&stderr); err != nil {
+		return res, err
+	}
+	if res.Summary, err = pgbench.ParseSummary(bytes.NewReader(stdout.Bytes())); err != nil {
+		res.Err = fmt.Sprintf("exit code %d, %v; stdout: %q; stderr: %q",
+			res.ExitCode, err, tail(stdout.String(), 300), tail(stderrCopy, 300))
+	}
+	if err := readTxLogs(dir, &res.TxLog); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// readTxLogs reads every per-thread log file pgbench -l wrote into dir.
+func readTxLogs(dir string, log *pgbench.TxLog) error {
+	files, err := filepath.Glob(filepath.Join(dir, "tx.*"))
+	if err != nil {
+		return fmt.Errorf("list pgbench logs: %w", err)
+	}
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return fmt.Errorf("open pgbench log: %w", err)
+		}
+		err = pgbench.ReadLatencies(f, log)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", filepath.Base(name), err)
+		}
+	}
+	return nil
+}
+
+// tail returns the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}

@@ -1,0 +1,97 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Settings are the knobs of one benchmark run.
+type Settings struct {
+	Duration         time.Duration // BENCH_TIME: seconds per pgbench run
+	Rounds           int           // BENCH_ROUNDS: repetitions of every case; TPS is the median
+	Scale            int           // BENCH_SCALE: pgbench -s
+	Clients          []int         // BENCH_CLIENTS: comma-separated client counts
+	Jobs             int           // BENCH_JOBS: pgbench -j (capped by the client count)
+	PoolSize         int           // BENCH_POOL_SIZE: server connections per pooler pool
+	PreparedClients  int           // BENCH_PREPARED_CLIENTS: clients of the -M prepared run
+	PreparedPoolSize int           // BENCH_PREPARED_POOL_SIZE: pool of the -M prepared run
+	IdleClients      int           // BENCH_IDLE_CLIENTS: idle clients of the memory test
+	Keep             bool          // BENCH_KEEP=1: keep the work directory
+
+	DoormanBin   string // path of the pg_doorman binary
+	PgBouncerBin string // path of the pgbouncer binary
+	Out          string // report file
+	RepoDir      string // for git commit and Go version of the binary
+}
+
+// DefaultSettings keep a full run under 15 minutes on 2 cores.
+func DefaultSettings() Settings {
+	return Settings{
+		Duration: 7 * time.Second, Rounds: 2, Scale: 10, Clients: []int{10, 100, 400},
+		Jobs: 2, PoolSize: 40, PreparedClients: 100, PreparedPoolSize: 10, IdleClients: 2000,
+		DoormanBin: "bin/pg_doorman", PgBouncerBin: "/usr/sbin/pgbouncer",
+		Out: "docs/benchmarks.md", RepoDir: ".",
+	}
+}
+
+// ApplyEnv overrides s with the BENCH_* variables that getenv returns
+// non-empty, and validates the result; every bad variable is reported.
+func (s Settings) ApplyEnv(getenv func(string) string) (Settings, error) {
+	var errs []error
+	positive := func(key string, dst *int) {
+		v := getenv(key)
+		if v == "" {
+			return
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a positive integer", key, v))
+			return
+		}
+		*dst = n
+	}
+	secs := int(s.Duration / time.Second)
+	positive("BENCH_TIME", &secs)
+	s.Duration = time.Duration(secs) * time.Second
+	positive("BENCH_ROUNDS", &s.Rounds)
+	positive("BENCH_SCALE", &s.Scale)
+	positive("BENCH_JOBS", &s.Jobs)
+	positive("BENCH_POOL_SIZE", &s.PoolSize)
+	positive("BENCH_PREPARED_CLIENTS", &s.PreparedClients)
+	positive("BENCH_PREPARED_POOL_SIZE", &s.PreparedPoolSize)
+	positive("BENCH_IDLE_CLIENTS", &s.IdleClients)
+	if v := getenv("BENCH_CLIENTS"); v != "" {
+		clients, err := parseClients(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("BENCH_CLIENTS=%q: %w", v, err))
+		}
+		s.Clients = clients
+	}
+	s.Keep = getenv("BENCH_KEEP") == "1"
+	return s, errors.Join(errs...)
+}
+
+// parseClients parses "10,100,400".
+func parseClients(v string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q: want a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// MaxClients is the largest client count of the matrix.
+func (s Settings) MaxClients() int {
+	m := s.PreparedClients
+	for _, c := range s.Clients {
+		m = max(m, c)
+	}
+	return m
+}

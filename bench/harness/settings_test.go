@@ -1,0 +1,46 @@
+package harness
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestApplyEnv(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		env     map[string]string
+		check   func(t *testing.T, s Settings)
+		wantErr []string
+	}{
+		{name: "defaults", env: nil, check: func(t *testing.T, s Settings) {
+			require.Equal(t, DefaultSettings(), s)
+		}},
+		{name: "overrides", env: map[string]string{"BENCH_TIME": "3", "BENCH_CLIENTS": "5, 50", "BENCH_ROUNDS": "3", "BENCH_KEEP": "1"},
+			check: func(t *testing.T, s Settings) {
+				require.Equal(t, 3*time.Second, s.Duration)
+				require.Equal(t, []int{5, 50}, s.Clients)
+				require.Equal(t, 3, s.Rounds)
+				require.True(t, s.Keep)
+				require.Equal(t, 100, s.MaxClients())
+			}},
+		{name: "every bad variable reported", env: map[string]string{"BENCH_TIME": "0", "BENCH_SCALE": "big", "BENCH_CLIENTS": "10,x"},
+			wantErr: []string{`BENCH_TIME="0"`, `BENCH_SCALE="big"`, `BENCH_CLIENTS="10,x"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := DefaultSettings().ApplyEnv(func(k string) string { return tt.env[k] })
+			for _, w := range tt.wantErr {
+				require.ErrorContains(t, err, w)
+			}
+			if tt.wantErr != nil {
+				return
+			}
+			require.NoError(t, err)
+			tt.check(t, s)
+		})
+	}
+}
