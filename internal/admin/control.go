@@ -98,6 +98,8 @@ func (c *Console) reconnect(dst []byte, db string) ([]byte, error) {
 	c.logCommand(verbReconnect, db)
 	for _, p := range pools {
 		p.Conns().Reconnect()
+		p.XactTimes.Reset()
+		p.QueryTimes.Reset()
 	}
 	return appendTag(dst, "RECONNECT"), nil
 }

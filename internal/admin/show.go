@@ -185,7 +185,7 @@ func showLogLevel(level string) resultSet {
 
 // helpDetail is SHOW HELP's NOTICE detail, in the seed's layout but listing
 // only what this console implements.
-const helpDetail = "\n\tSHOW HELP|CONFIG|DATABASES|POOLS|CLIENTS|SERVERS|USERS|STATS|LISTS|LOG_LEVEL|VERSION|PREPARED_STATEMENTS" +
+const helpDetail = "\n\tSHOW HELP|CONFIG|DATABASES|POOLS|CLIENTS|SERVERS|USERS|STATS|LISTS|LOG_LEVEL|VERSION|PREPARED_STATEMENTS|POOL_SCALING" +
 	"\n\tSET log_level = '<filter>'" +
 	"\n\tRELOAD" +
 	"\n\tSHUTDOWN" +
@@ -215,6 +215,25 @@ func showPrepared(pools []*pooler.Pool) resultSet {
 				u8(p.Stats.PreparedInjected.Load()), u8(cs.Evictions),
 			})
 		}
+	}
+	return rs
+}
+
+// showPoolScaling is the seed's SHOW POOL_SCALING: the anticipation and
+// burst-gate counters of each pool, monotonic since start.
+func showPoolScaling(pools []*pooler.Pool) resultSet {
+	rs := resultSet{Columns: []column{
+		textCol("user"), textCol("database"), int4Col("inflight"), int8Col("creates"),
+		int8Col("gate_waits"), int8Col("gate_budget_ex"), int8Col("antic_notify"),
+		int8Col("antic_timeout"), int8Col("create_fallback"), int8Col("replenish_def"),
+	}}
+	for _, p := range pools {
+		s := p.Conns().Stats()
+		rs.Rows = append(rs.Rows, []cell{
+			text(p.User), text(p.Database), i4(s.Creating), u8(s.CreatesStarted),
+			u8(s.GateWaits), u8(s.GateBudgetExhausted), u8(s.AnticipationNotify),
+			u8(s.AnticipationTimeout), u8(s.CreateFallback), u8(s.ReplenishDeferred),
+		})
 	}
 	return rs
 }

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"time"
 
 	"github.com/doorman-go/doorman/internal/daemon"
 	"github.com/doorman-go/doorman/internal/pool"
@@ -24,6 +25,8 @@ type poolSnapshot struct {
 
 	prepared      [6]uint64 // hit, miss, injected, client_eviction, server_eviction, cache_eviction
 	preparedCache int
+
+	xactPct, queryPct [4]float64 // p50, p90, p95, p99 in ms
 }
 
 func snapshot(p *pooler.Pool) *poolSnapshot {
@@ -40,6 +43,10 @@ func snapshot(p *pooler.Pool) *poolSnapshot {
 	}
 	if set := p.Settings(); set != nil && set.User != nil {
 		s.poolSize = set.User.PoolSize
+	}
+	for i, q := range [4]float64{0.5, 0.9, 0.95, 0.99} {
+		s.xactPct[i] = millisOf(p.XactTimes.Quantile(q))
+		s.queryPct[i] = millisOf(p.QueryTimes.Quantile(q))
 	}
 	if p.Statements != nil {
 		cs := p.Statements.Stats()
@@ -111,6 +118,14 @@ var (
 		"Clients of a pool that gave up after query_wait_timeout without a server connection.")
 	connectErrorsDesc = poolDesc("pg_doorman_server_connect_errors_total",
 		"Failed attempts of a pool to open a server connection (connect, TLS or authentication to PostgreSQL).")
+	scalingDesc = poolDesc("pg_doorman_pool_scaling",
+		"Pool pressure gauges of a pool: inflight_creates (backend connects in flight, bounded by scaling_max_parallel_creates).", "type")
+	scalingTotalDesc = poolDesc("pg_doorman_pool_scaling_total",
+		"Pool pressure counters of a pool: creates_started, burst_gate_waits, burst_gate_budget_exhausted, anticipation_wakes_notify, anticipation_wakes_timeout, create_fallback, replenish_deferred.", "type")
+	xactPercentileDesc = poolDesc("pg_doorman_pools_transactions_percentile",
+		"Transaction latency percentiles of a pool in milliseconds since start, reload or RECONNECT.", "percentile")
+	queryPercentileDesc = poolDesc("pg_doorman_pools_queries_percentile",
+		"Query latency percentiles of a pool in milliseconds since start, reload or RECONNECT.", "percentile")
 	preparedDesc = poolDesc("pg_doorman_prepared_statements_total",
 		"Prepared statement events of a pool in transaction mode: hit and miss of a client Parse in the pool cache, injected (Parse sent to a server that lacked the statement), client_eviction (client_prepared_statements_cache_size), server_eviction (Close sent to make room on a server), cache_eviction (prepared_statements_cache_size).", "event")
 	preparedCacheDesc = poolDesc("pg_doorman_prepared_statements_cache_entries",
@@ -173,6 +188,22 @@ func allPoolSeries() []poolSeries {
 		counter(preparedDesc, "server_eviction", func(s *poolSnapshot) float64 { return float64(s.prepared[4]) }),
 		counter(preparedDesc, "cache_eviction", func(s *poolSnapshot) float64 { return float64(s.prepared[5]) }),
 		gauge(preparedCacheDesc, "", func(s *poolSnapshot) float64 { return float64(s.preparedCache) }),
+		gauge(scalingDesc, "inflight_creates", func(s *poolSnapshot) float64 { return float64(s.conns.Creating) }),
+		counter(scalingTotalDesc, "creates_started", func(s *poolSnapshot) float64 { return float64(s.conns.CreatesStarted) }),
+		counter(scalingTotalDesc, "burst_gate_waits", func(s *poolSnapshot) float64 { return float64(s.conns.GateWaits) }),
+		counter(scalingTotalDesc, "burst_gate_budget_exhausted", func(s *poolSnapshot) float64 { return float64(s.conns.GateBudgetExhausted) }),
+		counter(scalingTotalDesc, "anticipation_wakes_notify", func(s *poolSnapshot) float64 { return float64(s.conns.AnticipationNotify) }),
+		counter(scalingTotalDesc, "anticipation_wakes_timeout", func(s *poolSnapshot) float64 { return float64(s.conns.AnticipationTimeout) }),
+		counter(scalingTotalDesc, "create_fallback", func(s *poolSnapshot) float64 { return float64(s.conns.CreateFallback) }),
+		counter(scalingTotalDesc, "replenish_deferred", func(s *poolSnapshot) float64 { return float64(s.conns.ReplenishDeferred) }),
+		gauge(xactPercentileDesc, "50", func(s *poolSnapshot) float64 { return s.xactPct[0] }),
+		gauge(xactPercentileDesc, "90", func(s *poolSnapshot) float64 { return s.xactPct[1] }),
+		gauge(xactPercentileDesc, "95", func(s *poolSnapshot) float64 { return s.xactPct[2] }),
+		gauge(xactPercentileDesc, "99", func(s *poolSnapshot) float64 { return s.xactPct[3] }),
+		gauge(queryPercentileDesc, "50", func(s *poolSnapshot) float64 { return s.queryPct[0] }),
+		gauge(queryPercentileDesc, "90", func(s *poolSnapshot) float64 { return s.queryPct[1] }),
+		gauge(queryPercentileDesc, "95", func(s *poolSnapshot) float64 { return s.queryPct[2] }),
+		gauge(queryPercentileDesc, "99", func(s *poolSnapshot) float64 { return s.queryPct[3] }),
 	}
 }
 
@@ -208,3 +239,5 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 }
+
+func millisOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -57,11 +57,13 @@ func (p *Pool[T]) Replenish(ctx context.Context) (created int, deferred bool, er
 			return created, false, nil
 		}
 		if p.creating >= p.cfg.MaxParallelCreates || p.waiters.Len() > 0 {
+			p.counters.ReplenishDeferred++
 			p.mu.Unlock()
 			return created, true, nil
 		}
 		p.total++
 		p.creating++
+		p.counters.CreatesStarted++
 		p.mu.Unlock()
 		c, err := p.create(ctx)
 		if err != nil {

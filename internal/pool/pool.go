@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -34,6 +35,12 @@ type Config struct {
 	IdleTimeout        time.Duration
 	Lifetime           time.Duration
 	IdleCheckTimeout   time.Duration
+	// WarmRatio (percent of MaxSize) is the warm threshold: below it a
+	// client that finds no idle connection connects at once; above it, it
+	// first spins FastRetries times and then waits for a returned
+	// connection (anticipation) before it pays for a connect.
+	WarmRatio   int
+	FastRetries int
 }
 
 // Options wires a pool to its environment.
@@ -45,6 +52,9 @@ type Options[T Resource] struct {
 	// [0.8, 1.2) applied to lifetime and idle timeout of each connection.
 	Now    func() time.Time
 	Jitter func() float64
+	// XactP99 reports the pool's recent transaction p99 (0 = unknown); it
+	// sizes the anticipation deadline and the burst-gate budget.
+	XactP99 func() time.Duration
 }
 
 type grant[T Resource] struct {
@@ -54,9 +64,11 @@ type grant[T Resource] struct {
 }
 
 type waiter[T Resource] struct {
-	ch    chan grant[T]
-	since time.Time
-	elem  *list.Element
+	ch       chan grant[T]
+	since    time.Time
+	elem     *list.Element
+	createOK bool // may be granted a create slot (warm zone, or anticipation over)
+	fallback bool // anticipation timed out before it became eligible
 }
 
 // Pool is a FIFO pool of connections with direct handoff. The zero value is
@@ -66,6 +78,7 @@ type Pool[T Resource] struct {
 	check   Checker[T]
 	now     func() time.Time
 	jitter  func() float64
+	xactP99 func() time.Duration
 
 	mu       sync.Mutex
 	cfg      Config          // guarded by mu (SetConfig on reload)
@@ -94,6 +107,16 @@ type Counters struct {
 	WaitCancels    uint64 // queued acquires that gave up (timeout, client gone)
 	IdleExpired    uint64 // closed by idle_timeout
 	LifetimeClosed uint64 // closed by server_lifetime
+
+	// Pool pressure (SHOW POOL_SCALING, pg_doorman_pool_scaling_total).
+	CreatesStarted      uint64 // connects begun
+	GateWaits           uint64 // acquires that found the burst gate full
+	GateBudgetExhausted uint64 // waits at a full gate longer than the adaptive budget
+	FastSpinHits        uint64 // idle connection caught by the anticipation spin
+	AnticipationNotify  uint64 // anticipation ended by a returned connection
+	AnticipationTimeout uint64 // anticipation deadline passed without one
+	CreateFallback      uint64 // connects paid after anticipation timed out
+	ReplenishDeferred   uint64 // replenish cycles skipped because the gate was busy
 }
 
 // Stats is a snapshot for the admin console and metrics.
@@ -113,7 +136,10 @@ func New[T Resource](o Options[T]) *Pool[T] {
 	if o.Jitter == nil {
 		o.Jitter = func() float64 { return 0.8 + 0.4*rand.Float64() }
 	}
-	p := &Pool[T]{connect: o.Connect, check: o.Check, now: o.Now, jitter: o.Jitter, cfg: normalize(o.Config)}
+	if o.XactP99 == nil {
+		o.XactP99 = func() time.Duration { return 0 }
+	}
+	p := &Pool[T]{connect: o.Connect, check: o.Check, now: o.Now, jitter: o.Jitter, xactP99: o.XactP99, cfg: normalize(o.Config)}
 	p.resume = make(chan struct{})
 	return p
 }
@@ -170,20 +196,114 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Conn[T], error) {
 			}
 			continue
 		}
+		return p.wait(ctx, w)
+	}
+}
+
+// wait blocks a queued acquire until it is handed a connection or a create
+// slot. A waiter in the anticipation zone is not eligible for a create slot
+// until its adaptive deadline passes; then it competes for the gate, and a
+// wait at the full gate longer than the adaptive budget is counted.
+func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (*Conn[T], error) {
+	anticipating := !w.createOK
+	var deadline <-chan time.Time
+	var budget <-chan time.Time
+	if anticipating {
+		t := time.NewTimer(p.anticipation(ctx))
+		defer t.Stop()
+		deadline = t.C
+	} else {
+		t := time.NewTimer(p.gateBudget())
+		defer t.Stop()
+		budget = t.C
+	}
+	for {
 		select {
 		case g := <-w.ch:
 			if g.err != nil {
 				return nil, g.err
 			}
 			if g.create {
+				if w.fallback {
+					p.count(func(c *Counters) { c.CreateFallback++ })
+				}
 				return p.create(ctx)
 			}
+			if anticipating && deadline != nil {
+				p.count(func(c *Counters) { c.AnticipationNotify++ })
+			}
 			return g.conn, nil
+		case <-deadline:
+			deadline = nil
+			p.anticipationOver(w)
+			t := time.NewTimer(p.gateBudget())
+			defer t.Stop()
+			budget = t.C
+		case <-budget:
+			budget = nil
+			p.count(func(c *Counters) { c.GateBudgetExhausted++ })
 		case <-ctx.Done():
 			p.abandon(w)
 			return nil, ctx.Err()
 		}
 	}
+}
+
+func (p *Pool[T]) count(f func(*Counters)) {
+	p.mu.Lock()
+	f(&p.counters)
+	p.mu.Unlock()
+}
+
+// anticipationOver makes a waiter whose anticipation deadline passed
+// eligible for a create slot.
+func (p *Pool[T]) anticipationOver(w *waiter[T]) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w.elem == nil {
+		return // already granted
+	}
+	p.counters.AnticipationTimeout++
+	w.createOK = true
+	w.fallback = true
+	p.grantCreatesLocked()
+}
+
+// Anticipation bounds: the deadline never exceeds a per-checkout random
+// cap in [300, 500) ms, and leaves 500 ms of the caller's own deadline for
+// the connect path.
+const (
+	anticipationCapMin = 300 * time.Millisecond
+	anticipationCapMax = 500 * time.Millisecond
+	connectReserve     = 500 * time.Millisecond
+	gateBudgetMin      = 20 * time.Millisecond
+	gateBudgetMax      = 500 * time.Millisecond
+)
+
+// anticipation is the adaptive phase-4 deadline: min(remaining wait −
+// 500 ms, 2 × transaction p99, random cap 300–500 ms), ±20 % jitter.
+func (p *Pool[T]) anticipation(ctx context.Context) time.Duration {
+	d := anticipationCapMin + time.Duration((p.jitter()-0.8)/0.4*float64(anticipationCapMax-anticipationCapMin))
+	if p99 := p.xactP99(); p99 > 0 && 2*p99 < d {
+		d = 2 * p99
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if rem := dl.Sub(p.now()) - connectReserve; rem < d {
+			d = rem
+		}
+	}
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(float64(d) * p.jitter())
+}
+
+// gateBudget is the adaptive burst-gate budget: 2 × transaction p99 ±20 %,
+// within [20, 500] ms.
+func (p *Pool[T]) gateBudget() time.Duration {
+	d := 2 * p.xactP99()
+	d = time.Duration(float64(d) * p.jitter())
+	return min(max(d, gateBudgetMin), gateBudgetMax)
 }
 
 // TryAcquire returns an idle connection without waiting, or nil when none
@@ -209,29 +329,78 @@ func (p *Pool[T]) TryAcquire(ctx context.Context) *Conn[T] {
 
 // tryAcquire does the locked part of Acquire: an idle connection, a create
 // slot, or a place in the queue (w == nil with no error means paused).
+// Below the warm threshold a client that finds nothing idle connects at
+// once (if the gate lets it); above it, it first spins FastRetries times
+// for a connection about to come back, then queues to anticipate one.
 func (p *Pool[T]) tryAcquire() (c *Conn[T], create bool, w *waiter[T], err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return nil, false, nil, ErrClosed
+	for spin := 0; ; spin++ {
+		if p.closed {
+			return nil, false, nil, ErrClosed
+		}
+		if p.paused {
+			return nil, false, nil, nil
+		}
+		if c := p.takeIdleLocked(p.now()); c != nil {
+			if spin > 0 {
+				p.counters.FastSpinHits++
+			}
+			return c, false, nil, nil
+		}
+		if p.total < p.warmThresholdLocked() || p.busy == 0 || spin >= p.cfg.FastRetries || p.waiters.Len() > 0 {
+			break
+		}
+		p.mu.Unlock()
+		runtime.Gosched()
+		p.mu.Lock()
 	}
-	if p.paused {
-		return nil, false, nil, nil
-	}
-	now := p.now()
-	if c := p.takeIdleLocked(now); c != nil {
-		return c, false, nil, nil
-	}
-	if p.total < p.cfg.MaxSize && p.creating < p.cfg.MaxParallelCreates {
+	// Nothing checked out means nothing can come back: no point waiting.
+	warm := p.total < p.warmThresholdLocked() || p.busy == 0
+	if warm && p.total < p.cfg.MaxSize && p.creating < p.cfg.MaxParallelCreates {
 		p.total++
 		p.creating++
+		p.counters.CreatesStarted++
 		return nil, true, nil, nil
 	}
-	w = &waiter[T]{ch: make(chan grant[T], 1), since: now}
+	if p.creating >= p.cfg.MaxParallelCreates {
+		p.counters.GateWaits++
+	}
+	w = &waiter[T]{ch: make(chan grant[T], 1), since: p.now(), createOK: warm}
 	w.elem = p.waiters.PushBack(w)
 	p.counters.Waits++
 	return nil, false, w, nil
 }
+
+func (p *Pool[T]) warmThresholdLocked() int {
+	return p.cfg.MaxSize * p.cfg.WarmRatio / 100
+}
+
+// TryCreate is the no-wait path (query_wait_timeout = 0): an idle
+// connection or, when the pool has room and the gate a free slot, a new
+// one; otherwise ErrNoWait at once.
+func (p *Pool[T]) TryCreate(ctx context.Context) (*Conn[T], error) {
+	if c := p.TryAcquire(ctx); c != nil {
+		return c, nil
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if p.paused || p.total >= p.cfg.MaxSize || p.creating >= p.cfg.MaxParallelCreates || p.waiters.Len() > 0 {
+		p.mu.Unlock()
+		return nil, ErrNoWait
+	}
+	p.total++
+	p.creating++
+	p.counters.CreatesStarted++
+	p.mu.Unlock()
+	return p.create(ctx)
+}
+
+// ErrNoWait is TryCreate's answer when it would have to wait.
+var ErrNoWait = errors.New("no server connection available without waiting")
 
 // takeIdleLocked pops the next idle connection by policy, closing the
 // expired ones it meets on the way (outside the lock, in a goroutine-free
@@ -349,14 +518,20 @@ func jittered(d time.Duration, f func() float64) time.Duration {
 	return time.Duration(float64(d) * f())
 }
 
-// grantCreatesLocked hands create slots to the oldest waiters while the pool
-// has room and the burst gate has free slots.
+// grantCreatesLocked hands create slots to the oldest waiters eligible for
+// one while the pool has room and the burst gate has free slots.
 func (p *Pool[T]) grantCreatesLocked() {
-	for p.waiters.Len() > 0 && p.total < p.cfg.MaxSize && p.creating < p.cfg.MaxParallelCreates && !p.paused {
-		w := p.popWaiterLocked()
-		p.total++
-		p.creating++
-		w.ch <- grant[T]{create: true}
+	for e := p.waiters.Front(); e != nil && p.total < p.cfg.MaxSize && p.creating < p.cfg.MaxParallelCreates && !p.paused; {
+		next := e.Next()
+		if w := e.Value.(*waiter[T]); w.createOK {
+			p.waiters.Remove(e)
+			w.elem = nil
+			p.total++
+			p.creating++
+			p.counters.CreatesStarted++
+			w.ch <- grant[T]{create: true}
+		}
+		e = next
 	}
 }
 

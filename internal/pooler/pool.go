@@ -36,6 +36,10 @@ type Pool struct {
 
 	// Statements is the pool-level prepared statement cache.
 	Statements *prepared.Cache
+	// XactTimes and QueryTimes feed the percentiles of SHOW POOLS_EXTENDED
+	// style metrics and the adaptive deadlines of the acquire path.
+	XactTimes, QueryTimes Histogram
+	xactP99               cachedQuantile
 
 	settings atomic.Pointer[Settings]
 	conns    *pool.Pool[*backend.Conn]
@@ -49,10 +53,12 @@ func newPool(s *Settings) *Pool {
 	p := &Pool{Database: s.DB.Name, User: s.User.Username,
 		Statements: prepared.NewCache(s.General.PreparedStatementsCacheSize, "DOORMAN_")}
 	p.settings.Store(s)
+	p.xactP99 = cachedQuantile{h: &p.XactTimes, q: 0.99}
 	p.conns = pool.New(pool.Options[*backend.Conn]{
 		Config:  poolConfig(s),
 		Connect: p.connect,
 		Check:   check,
+		XactP99: p.xactP99.get,
 	})
 	return p
 }
@@ -66,10 +72,14 @@ func poolConfig(s *Settings) pool.Config {
 		IdleTimeout:        s.DB.IdleTimeout,
 		Lifetime:           s.User.ServerLifetime,
 		IdleCheckTimeout:   s.General.ServerIdleCheckTimeout,
+		WarmRatio:          s.DB.ScalingWarmPoolRatio,
+		FastRetries:        s.DB.ScalingFastRetries,
 	}
 }
 
 func (p *Pool) apply(s *Settings) {
+	p.XactTimes.Reset()
+	p.QueryTimes.Reset()
 	p.settings.Store(s)
 	p.conns.SetConfig(poolConfig(s))
 	p.Statements.SetSize(s.General.PreparedStatementsCacheSize)
@@ -89,6 +99,15 @@ func (p *Pool) Acquire(ctx context.Context) (*Conn, error) {
 		return c, nil
 	}
 	s := p.Settings()
+	if s.General.QueryWaitTimeout == 0 {
+		// No waiting at all: an idle connection or a connect now.
+		c, err := p.conns.TryCreate(ctx)
+		if errors.Is(err, pool.ErrNoWait) {
+			p.Stats.WaitTimeouts.Add(1)
+			return nil, ErrWaitTimeout
+		}
+		return c, err
+	}
 	if d := s.General.QueryWaitTimeout; d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)

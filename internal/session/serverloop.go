@@ -119,14 +119,24 @@ func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transa
 	}
 	if s.pending == 0 {
 		st.QueryCount.Add(1)
-		st.QueryTime.Add(uint64(now.Sub(s.queryStart).Microseconds()))
+		qt := now.Sub(s.queryStart)
+		st.QueryTime.Add(uint64(qt.Microseconds()))
+		s.pool.QueryTimes.Observe(qt)
 	}
 	release := transaction && s.pending == 0 && !s.partial && status == protocol.TxIdle && !s.closing
 	if release {
 		s.srv, s.srvDone = nil, nil
 		s.planSet = ""
+		if s.wake {
+			// wakeIfFakeDue raced with the release: the interrupt is
+			// meant for this session, not the connection's next user.
+			s.wake = false
+			_ = c.Value.NetConn().SetReadDeadline(time.Time{})
+		}
 		st.XactCount.Add(1)
-		st.XactTime.Add(uint64(now.Sub(s.xactStart).Microseconds()))
+		xt := now.Sub(s.xactStart)
+		st.XactTime.Add(uint64(xt.Microseconds()))
+		s.pool.XactTimes.Observe(xt)
 	}
 	s.mu.Unlock()
 	if release {
