@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/stretchr/testify/require"
 )
 
@@ -449,4 +451,64 @@ func TestSyncServerParameters(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestFunctionCallForwarded(t *testing.T) {
+	d := start(t, "", "transaction", 1)
+	ctx := context.Background()
+	c, err := pgconn.Connect(ctx, d.DSN("app", "app-secret", "appdb"))
+	require.NoError(t, err)
+	defer c.Close(ctx)
+	var oid uint32
+	res, err := c.Exec(ctx, "SELECT 'int4pl'::regproc::oid").ReadAll()
+	require.NoError(t, err)
+	_, err = fmt.Sscan(string(res[0].Rows[0][0]), &oid)
+	require.NoError(t, err)
+	for i := 0; i < 3; i++ { // the backend is released after each call
+		fe := c.Frontend()
+		fe.Send(&pgproto3.FunctionCall{Function: oid, ArgFormatCodes: []uint16{0}, Arguments: [][]byte{[]byte("40"), []byte(fmt.Sprint(i))}, ResultFormatCode: 0})
+		require.NoError(t, fe.Flush())
+		var got string
+		for {
+			msg, err := fe.Receive()
+			require.NoError(t, err)
+			if r, ok := msg.(*pgproto3.FunctionCallResponse); ok {
+				got = string(r.Result)
+			}
+			if _, ok := msg.(*pgproto3.ReadyForQuery); ok {
+				break
+			}
+		}
+		require.Equal(t, fmt.Sprint(40+i), got, "FunctionCall ('F', PgJDBC's LargeObject API) goes through like a query")
+	}
+	res, err = c.Exec(ctx, "SELECT 1").ReadAll()
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+}
+
+func TestClientResetMidResultFreesBackend(t *testing.T) {
+	d := start(t, "", "transaction", 1)
+	ctx := context.Background()
+	raw, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", d.Port))
+	require.NoError(t, err)
+	cfg, err := pgconn.ParseConfig(d.DSN("app", "app-secret", "appdb"))
+	require.NoError(t, err)
+	cfg.DialFunc = func(context.Context, string, string) (net.Conn, error) { return raw, nil }
+	c, err := pgconn.ConnectConfig(ctx, cfg)
+	require.NoError(t, err)
+	// A large result; the client reads a little of it and resets.
+	rr := c.Exec(ctx, "SELECT repeat('x', 1000) FROM generate_series(1, 200000)")
+	_ = rr
+	buf := make([]byte, 64<<10)
+	_, _ = raw.Read(buf)
+	require.NoError(t, raw.(*net.TCPConn).SetLinger(0))
+	require.NoError(t, raw.Close()) // RST
+	// The only backend must come back to the pool for the next client.
+	next := connect(t, d.DSN("app", "app-secret", "appdb"))
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var one int
+	require.NoError(t, next.QueryRow(qctx, "SELECT 1").Scan(&one))
+	p, _ := d.Daemon.Pools.Lookup("appdb", "app")
+	require.Eventually(t, func() bool { return p.Conns().Stats().Busy == 0 }, 2*time.Second, 10*time.Millisecond)
 }
