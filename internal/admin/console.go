@@ -206,6 +206,8 @@ func (c *Console) show(dst []byte, subject string) ([]byte, error) {
 		rs = showSockets(c.gatherClients(viewSessions(c.d.Clients)))
 	case "SERVERS":
 		rs = showSockets(c.gatherServers(viewSessions(c.d.Clients)))
+	case "POOL_COORDINATOR":
+		rs = showPoolCoordinator(c.d.Pools.Coordinators())
 	case "POOL_SCALING":
 		rs = showPoolScaling(c.d.Pools.Pools())
 	case "PREPARED_STATEMENTS":

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/doorman-go/doorman/internal/config"
+	"github.com/doorman-go/doorman/internal/coordinator"
 	"github.com/doorman-go/doorman/internal/pooler"
 )
 
@@ -185,7 +186,7 @@ func showLogLevel(level string) resultSet {
 
 // helpDetail is SHOW HELP's NOTICE detail, in the seed's layout but listing
 // only what this console implements.
-const helpDetail = "\n\tSHOW HELP|CONFIG|DATABASES|POOLS|CLIENTS|SERVERS|USERS|STATS|LISTS|LOG_LEVEL|VERSION|PREPARED_STATEMENTS|POOL_SCALING" +
+const helpDetail = "\n\tSHOW HELP|CONFIG|DATABASES|POOLS|CLIENTS|SERVERS|USERS|STATS|LISTS|LOG_LEVEL|VERSION|PREPARED_STATEMENTS|POOL_SCALING|POOL_COORDINATOR" +
 	"\n\tSET log_level = '<filter>'" +
 	"\n\tRELOAD" +
 	"\n\tSHUTDOWN" +
@@ -234,6 +235,27 @@ func showPoolScaling(pools []*pooler.Pool) resultSet {
 			u8(s.GateWaits), u8(s.GateBudgetExhausted), u8(s.AnticipationNotify),
 			u8(s.AnticipationTimeout), u8(s.CreateFallback), u8(s.ReplenishDeferred),
 		})
+	}
+	return rs
+}
+
+// showPoolCoordinator is the seed's SHOW POOL_COORDINATOR: one row per
+// database with max_db_connections > 0.
+func showPoolCoordinator(coords []*coordinator.Coordinator) resultSet {
+	var rs resultSet
+	for i, name := range coordinator.Columns() {
+		if i == 0 {
+			rs.Columns = append(rs.Columns, textCol(name))
+		} else {
+			rs.Columns = append(rs.Columns, int8Col(name))
+		}
+	}
+	for _, c := range coords {
+		var row []cell
+		for _, v := range c.Snapshot().Row() {
+			row = append(row, text(v))
+		}
+		rs.Rows = append(rs.Rows, row)
 	}
 	return rs
 }

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"github.com/doorman-go/doorman/internal/config"
 	"os"
 	"regexp"
 	"sort"
@@ -51,7 +52,7 @@ func TestFamiliesDoc(t *testing.T) {
 	for _, match := range regexp.MustCompile("(?m)^\\| `(pg_doorman_[a-z_]+)`").FindAllStringSubmatch(string(doc), -1) {
 		documented[match[1]] = true
 	}
-	m := New(newDaemon(t))
+	m := New(newDaemonWith(t, func(p *config.Pool) { p.MaxDBConnections = 5 }))
 	m.ServerLost("mydb", "app")
 	m.ClientLogin("mydb", "app")
 	mfs, err := m.Registry().Gather()

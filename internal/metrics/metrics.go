@@ -69,6 +69,7 @@ func New(d *daemon.Daemon) *Metrics {
 		m.logins, m.loginFailures, m.serverLost, m.rejected,
 		&daemonCollector{m: m},
 		newPoolCollector(d),
+		coordinatorCollector{d},
 	)
 	m.handler = promhttp.InstrumentMetricHandler(m.reg, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		Registry:      m.reg,

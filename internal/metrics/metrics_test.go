@@ -24,12 +24,19 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // connection is opened.
 func newDaemon(t *testing.T) *daemon.Daemon {
 	t.Helper()
+	return newDaemonWith(t, func(*config.Pool) {})
+}
+
+// newDaemonWith builds the test daemon after letting edit change the pool.
+func newDaemonWith(t *testing.T, edit func(*config.Pool)) *daemon.Daemon {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Path = filepath.Join(t.TempDir(), "pg_doorman.toml")
 	cfg.Pools["mydb"] = &config.Pool{
 		Name: "mydb", ServerHost: "127.0.0.1", ServerPort: 1, PoolMode: "transaction",
 		Users: []config.User{{Username: "app", PoolSize: 7, PoolMode: "transaction"}},
 	}
+	edit(cfg.Pools["mydb"])
 	d, err := daemon.New(cfg, zap.NewNop(), zap.NewAtomicLevel())
 	require.NoError(t, err)
 	t.Cleanup(d.Pools.Close)

@@ -23,6 +23,7 @@ type Conn[T Resource] struct {
 	epoch       uint64
 	used        bool // served at least one client
 	state       connState
+	release     func() // returns the coordinator permit, nil without one
 }
 
 // CreatedAt is when the connection was opened.
@@ -41,4 +42,8 @@ func (c *Conn[T]) idleExpired(now time.Time) bool {
 
 func (c *Conn[T]) closeValue() {
 	_ = c.Value.Close()
+	if c.release != nil {
+		c.release()
+		c.release = nil
+	}
 }

@@ -194,3 +194,43 @@ func (p *Pool[T]) IdleSnapshot() []IdleConn[T] {
 	}
 	return out
 }
+
+// Load is what the pool coordinator needs to rank pools.
+type Load struct {
+	Idle, Total, Queued int
+}
+
+// Load reports idle connections, connections that hold a permit (idle and
+// busy) and queued clients.
+func (p *Pool[T]) Load() Load {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Load{Idle: len(p.idle), Total: p.total - p.creating, Queued: p.waiters.Len()}
+}
+
+// EvictIdle closes the oldest idle connection older than minAge, unless the
+// pool would drop to floor connections or fewer. Closing returns its
+// permit before EvictIdle returns.
+func (p *Pool[T]) EvictIdle(minAge time.Duration, floor int) bool {
+	p.mu.Lock()
+	if p.total-p.creating <= floor {
+		p.mu.Unlock()
+		return false
+	}
+	now := p.now()
+	for i, c := range p.idle {
+		if now.Sub(c.createdAt) < minAge {
+			continue
+		}
+		copy(p.idle[i:], p.idle[i+1:])
+		p.idle[len(p.idle)-1] = nil
+		p.idle = p.idle[:len(p.idle)-1]
+		p.dropLocked(c)
+		p.counters.Evicted++
+		p.mu.Unlock()
+		c.closeValue()
+		return true
+	}
+	p.mu.Unlock()
+	return false
+}

@@ -55,6 +55,13 @@ type Options[T Resource] struct {
 	// XactP99 reports the pool's recent transaction p99 (0 = unknown); it
 	// sizes the anticipation deadline and the burst-gate budget.
 	XactP99 func() time.Duration
+	// Permit, when set, is asked for permission before each connect, inside
+	// the burst-gate slot (the pool coordinator of max_db_connections). The
+	// returned release is called when that connection is closed, or at
+	// once if the connect fails.
+	Permit func(ctx context.Context) (release func(), err error)
+	// OnIdleReturn is called after a connection went back to the idle set.
+	OnIdleReturn func()
 }
 
 type grant[T Resource] struct {
@@ -79,6 +86,9 @@ type Pool[T Resource] struct {
 	now     func() time.Time
 	jitter  func() float64
 	xactP99 func() time.Duration
+	permit  func(ctx context.Context) (func(), error)
+
+	onIdleReturn func()
 
 	mu       sync.Mutex
 	cfg      Config          // guarded by mu (SetConfig on reload)
@@ -117,6 +127,7 @@ type Counters struct {
 	AnticipationTimeout uint64 // anticipation deadline passed without one
 	CreateFallback      uint64 // connects paid after anticipation timed out
 	ReplenishDeferred   uint64 // replenish cycles skipped because the gate was busy
+	Evicted             uint64 // idle connections closed for another user by the coordinator
 }
 
 // Stats is a snapshot for the admin console and metrics.
@@ -139,7 +150,8 @@ func New[T Resource](o Options[T]) *Pool[T] {
 	if o.XactP99 == nil {
 		o.XactP99 = func() time.Duration { return 0 }
 	}
-	p := &Pool[T]{connect: o.Connect, check: o.Check, now: o.Now, jitter: o.Jitter, xactP99: o.XactP99, cfg: normalize(o.Config)}
+	p := &Pool[T]{connect: o.Connect, check: o.Check, now: o.Now, jitter: o.Jitter, xactP99: o.XactP99,
+		permit: o.Permit, onIdleReturn: o.OnIdleReturn, cfg: normalize(o.Config)}
 	p.resume = make(chan struct{})
 	return p
 }
@@ -485,7 +497,20 @@ func (p *Pool[T]) abandon(w *waiter[T]) {
 }
 
 func (p *Pool[T]) create(ctx context.Context) (*Conn[T], error) {
-	v, err := p.connect(ctx)
+	var release func()
+	var v T
+	var err error
+	if p.permit != nil {
+		release, err = p.permit(ctx)
+	}
+	permitRefused := err != nil
+	if err == nil {
+		v, err = p.connect(ctx)
+		if err != nil && release != nil {
+			release()
+			release = nil
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.creating--
@@ -494,11 +519,14 @@ func (p *Pool[T]) create(ctx context.Context) (*Conn[T], error) {
 		p.counters.CreateErrors++
 		p.grantCreatesLocked()
 		p.signalDrainedLocked()
+		if permitRefused {
+			return nil, err // the coordinator's own error (exhausted, timeout)
+		}
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	p.counters.Created++
 	now := p.now()
-	c := &Conn[T]{Value: v, pool: p, createdAt: now, returnedAt: now, epoch: p.epoch, state: stateBusy}
+	c := &Conn[T]{Value: v, pool: p, createdAt: now, returnedAt: now, epoch: p.epoch, state: stateBusy, release: release}
 	c.lifetime = jittered(p.cfg.Lifetime, p.jitter)
 	c.idleTimeout = jittered(p.cfg.IdleTimeout, p.jitter)
 	p.busy++
@@ -585,6 +613,9 @@ func (p *Pool[T]) release(c *Conn[T], served bool) {
 	p.mu.Unlock()
 	if hook != nil {
 		hook(c)
+	}
+	if p.onIdleReturn != nil {
+		p.onIdleReturn()
 	}
 }
 

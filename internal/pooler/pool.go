@@ -11,6 +11,7 @@ import (
 	"github.com/doorman-go/doorman/internal/auth"
 	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/config"
+	"github.com/doorman-go/doorman/internal/coordinator"
 	"github.com/doorman-go/doorman/internal/pool"
 	"github.com/doorman-go/doorman/internal/prepared"
 )
@@ -39,7 +40,9 @@ type Pool struct {
 	// XactTimes and QueryTimes feed the percentiles of SHOW POOLS_EXTENDED
 	// style metrics and the adaptive deadlines of the acquire path.
 	XactTimes, QueryTimes Histogram
-	xactP99               cachedQuantile
+	xactP99, xactP95      cachedQuantile
+
+	coord atomic.Pointer[coordinator.User] // nil without max_db_connections
 
 	settings atomic.Pointer[Settings]
 	conns    *pool.Pool[*backend.Conn]
@@ -54,11 +57,14 @@ func newPool(s *Settings) *Pool {
 		Statements: prepared.NewCache(s.General.PreparedStatementsCacheSize, "DOORMAN_")}
 	p.settings.Store(s)
 	p.xactP99 = cachedQuantile{h: &p.XactTimes, q: 0.99}
+	p.xactP95 = cachedQuantile{h: &p.XactTimes, q: 0.95}
 	p.conns = pool.New(pool.Options[*backend.Conn]{
-		Config:  poolConfig(s),
-		Connect: p.connect,
-		Check:   check,
-		XactP99: p.xactP99.get,
+		Config:       poolConfig(s),
+		Connect:      p.connect,
+		Check:        check,
+		XactP99:      p.xactP99.get,
+		Permit:       p.permit,
+		OnIdleReturn: p.idleReturned,
 	})
 	return p
 }
@@ -251,4 +257,36 @@ func check(ctx context.Context, c *backend.Conn) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	return c.Exec(ctx, ";")
+}
+
+// permit asks the database's coordinator (max_db_connections) for a
+// connection permit; without one there is nothing to ask.
+func (p *Pool) permit(ctx context.Context) (func(), error) {
+	u := p.coord.Load()
+	if u == nil {
+		return nil, nil
+	}
+	pm, err := u.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return pm.Release, nil
+}
+
+func (p *Pool) idleReturned() {
+	if u := p.coord.Load(); u != nil {
+		u.NotifyIdleReturn()
+	}
+}
+
+// member is how the coordinator sees a pool.
+type member struct{ p *Pool }
+
+func (m member) Load() coordinator.Load {
+	l := m.p.conns.Load()
+	return coordinator.Load{Idle: l.Idle, Total: l.Total, Queued: l.Queued, P95: m.p.xactP95.get()}
+}
+
+func (m member) EvictIdle(minAge time.Duration, floor int) bool {
+	return m.p.conns.EvictIdle(minAge, floor)
 }

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doorman-go/doorman/internal/config"
+	"github.com/doorman-go/doorman/internal/coordinator"
 )
 
 type key struct{ db, user string }
@@ -17,14 +18,15 @@ type key struct{ db, user string }
 type Registry struct {
 	log *zap.Logger
 
-	mu    sync.RWMutex
-	cfg   *config.Config
-	pools map[key]*Pool
+	mu     sync.RWMutex
+	cfg    *config.Config
+	pools  map[key]*Pool
+	coords map[string]*coordinator.Coordinator // databases with max_db_connections
 }
 
 // NewRegistry builds the pools of cfg. No connection is opened yet.
 func NewRegistry(cfg *config.Config, log *zap.Logger) *Registry {
-	r := &Registry{log: log, pools: map[key]*Pool{}}
+	r := &Registry{log: log, pools: map[key]*Pool{}, coords: map[string]*coordinator.Coordinator{}}
 	r.Apply(cfg)
 	return r
 }
@@ -94,9 +96,13 @@ func (r *Registry) Apply(cfg *config.Config) {
 		if !seen[k] {
 			removed = append(removed, p)
 			delete(r.pools, k)
+			if u := p.coord.Swap(nil); u != nil {
+				u.Unregister()
+			}
 		}
 	}
 	r.cfg = cfg
+	r.applyCoordinatorsLocked(cfg)
 	r.mu.Unlock()
 	for _, p := range removed {
 		p.conns.Close()
@@ -147,4 +153,55 @@ func (r *Registry) Close() {
 	for _, p := range r.Pools() {
 		p.conns.Close()
 	}
+}
+
+// applyCoordinatorsLocked gives every database with max_db_connections a
+// coordinator shared by its user pools. A changed policy builds a new
+// coordinator; permits of the old one stay valid until their connections
+// close.
+func (r *Registry) applyCoordinatorsLocked(cfg *config.Config) {
+	for name, db := range cfg.Pools {
+		if db.MaxDBConnections <= 0 {
+			delete(r.coords, name)
+			continue
+		}
+		want := coordinator.Config{
+			Database: name, MaxDBConnections: db.MaxDBConnections, ReservePoolSize: db.ReservePoolSize,
+			ReservePoolTimeout: db.ReservePoolTimeout, MinConnectionLifetime: db.MinConnectionLifetime,
+			MinGuaranteedPoolSize: db.MinGuaranteedPoolSize,
+		}
+		if c, ok := r.coords[name]; !ok || c.Config() != want {
+			r.coords[name] = coordinator.New(want, nil)
+		}
+	}
+	for name := range r.coords {
+		if _, ok := cfg.Pools[name]; !ok {
+			delete(r.coords, name)
+		}
+	}
+	for k, p := range r.pools {
+		c := r.coords[k.db]
+		old := p.coord.Load()
+		if old != nil && (c == nil || old.Coordinator() != c) {
+			old.Unregister()
+			p.coord.Store(nil)
+			old = nil
+		}
+		if c != nil && old == nil {
+			p.coord.Store(c.Register(k.user, p.Settings().User.MinPoolSize, member{p}))
+		}
+	}
+}
+
+// Coordinators lists the coordinators sorted by database (SHOW
+// POOL_COORDINATOR, metrics).
+func (r *Registry) Coordinators() []*coordinator.Coordinator {
+	r.mu.RLock()
+	out := make([]*coordinator.Coordinator, 0, len(r.coords))
+	for _, c := range r.coords {
+		out = append(out, c)
+	}
+	r.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Config().Database < out[j].Config().Database })
+	return out
 }

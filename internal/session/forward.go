@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doorman-go/doorman/internal/backend"
+	"github.com/doorman-go/doorman/internal/coordinator"
 	"github.com/doorman-go/doorman/internal/pool"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/protocol"
@@ -291,6 +292,8 @@ func (s *Session) acquireFailed(err error) error {
 	switch {
 	case errors.Is(err, pooler.ErrWaitTimeout):
 		s.fatal("08P01", "query_wait_timeout")
+	case errors.Is(err, coordinator.ErrExhausted):
+		s.fatal("53300", err.Error())
 	case errors.Is(err, pool.ErrClosed):
 		s.fatal("08P01", "pool is closed: database or user removed, or pg_doorman is shutting down")
 	case errors.As(err, &se):

@@ -13,6 +13,7 @@ import (
 	"github.com/doorman-go/doorman/internal/auth"
 	"github.com/doorman-go/doorman/internal/auth/hba"
 	"github.com/doorman-go/doorman/internal/backend"
+	"github.com/doorman-go/doorman/internal/coordinator"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/prepared"
 	"github.com/doorman-go/doorman/internal/protocol"
@@ -86,6 +87,8 @@ func (s *Session) serverLoginFailed(err error) error {
 	switch {
 	case errors.Is(err, pooler.ErrWaitTimeout):
 		s.fatal("08P01", "query_wait_timeout")
+	case errors.Is(err, coordinator.ErrExhausted):
+		s.fatal("53300", err.Error())
 	case errors.As(err, &se):
 		s.fatal(se.Code, "server login failed: "+se.Message)
 	case errors.Is(err, backend.ErrNoSCRAMKey):
