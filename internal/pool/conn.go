@@ -24,6 +24,7 @@ type Conn[T Resource] struct {
 	used        bool // served at least one client
 	state       connState
 	release     func() // returns the coordinator permit, nil without one
+	replaced    bool   // a pre-replacement was opened for it
 }
 
 // CreatedAt is when the connection was opened.

@@ -104,6 +104,8 @@ type Pool[T Resource] struct {
 	counters Counters        // monotonic event counters
 	onIdle   func(*Conn[T])  // test hook, nil in production
 	drained  []chan struct{} // closed when busy+creating reaches zero
+
+	prereplacing int // replacements in flight (at most maxPrereplacements)
 }
 
 // Counters are monotonic event counts of one pool.
@@ -128,6 +130,7 @@ type Counters struct {
 	CreateFallback      uint64 // connects paid after anticipation timed out
 	ReplenishDeferred   uint64 // replenish cycles skipped because the gate was busy
 	Evicted             uint64 // idle connections closed for another user by the coordinator
+	Prereplacements     uint64 // replacements opened for connections near their lifetime
 }
 
 // Stats is a snapshot for the admin console and metrics.
@@ -436,9 +439,42 @@ func (p *Pool[T]) takeIdleLocked(now time.Time) *Conn[T] {
 		}
 		c.state = stateBusy
 		p.busy++
+		p.maybePrereplaceLocked(c, now)
 		return c
 	}
 	return nil
+}
+
+// maxPrereplacements bounds the replacements opened at once per pool; the
+// pool may briefly hold MaxSize plus this many connections.
+const maxPrereplacements = 3
+
+// maybePrereplaceLocked opens a replacement in the background when a
+// connection being checked out has passed 95 % of its lifetime, so its
+// closing at the end of this checkout does not leave a hole that the next
+// clients would pay for with a connect. Only checkouts trigger it: idle
+// connections that expire unused are not replaced, so an idle pool shrinks.
+func (p *Pool[T]) maybePrereplaceLocked(c *Conn[T], now time.Time) {
+	if c.lifetime <= 0 || c.replaced || now.Sub(c.createdAt) < c.lifetime*95/100 ||
+		p.prereplacing >= maxPrereplacements || p.closed || p.paused {
+		return
+	}
+	c.replaced = true
+	p.prereplacing++
+	p.total++
+	p.creating++
+	p.counters.Prereplacements++
+	go p.prereplace()
+}
+
+func (p *Pool[T]) prereplace() {
+	c, err := p.create(context.Background())
+	p.mu.Lock()
+	p.prereplacing--
+	p.mu.Unlock()
+	if err == nil {
+		p.release(c, false)
+	}
 }
 
 // checkout probes a connection that sat idle past IdleCheckTimeout. A failed

@@ -140,3 +140,31 @@ func TestReplenishDeferredWhenGateBusy(t *testing.T) {
 	require.EqualValues(t, 1, p.Stats().ReplenishDeferred)
 	close(cn.gate)
 }
+
+func TestPrereplacementNearLifetime(t *testing.T) {
+	clk := &clock{now: time.Unix(1000, 0)}
+	cn := &connector{}
+	p := New(Options[*fakeConn]{Config: Config{MaxSize: 2, MaxParallelCreates: 2, Lifetime: 100 * time.Second},
+		Connect: cn.connect, Now: clk.Now, Jitter: func() float64 { return 1 }})
+	defer p.Close()
+	c, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	p.Release(c)
+	clk.Advance(96 * time.Second) // past 95 % of its lifetime
+	c2, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	require.Same(t, c, c2)
+	waitFor(t, func() bool { return p.Stats().Idle == 1 })
+	require.EqualValues(t, 1, p.Stats().Prereplacements)
+	clk.Advance(5 * time.Second)
+	p.Release(c2) // past its lifetime: closed, the replacement is already idle
+	require.True(t, c2.Value.closed.Load())
+	s := p.Stats()
+	require.Equal(t, 1, s.Idle)
+	require.Equal(t, 1, s.Total)
+	c3, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	require.NotSame(t, c, c3, "the next client gets the replacement without a connect")
+	require.Equal(t, 2, cn.n)
+	p.Release(c3)
+}

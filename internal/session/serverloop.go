@@ -222,6 +222,9 @@ func (s *Session) serverReadFailed(c *pooler.Conn, err error) {
 		return
 	}
 	s.pool.Stats.ServerErrors.Add(1)
+	// A backend died under a client: after a crash PostgreSQL restarts
+	// every backend, so the idle ones of this epoch are suspect too.
+	s.pool.Conns().Reconnect()
 	if s.env.Metrics != nil {
 		s.env.Metrics.ServerLost(s.Database, s.User)
 	}
