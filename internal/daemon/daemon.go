@@ -40,6 +40,7 @@ type Daemon struct {
 	conns     atomic.Int64 // open client sockets
 	wg        sync.WaitGroup
 	shutdown  chan struct{}
+	drained   chan struct{} // closed when drain has finished
 	once      sync.Once
 	StartedAt time.Time
 
@@ -64,6 +65,7 @@ func New(cfg *config.Config, log *zap.Logger, level zap.AtomicLevel) (*Daemon, e
 		Pools:    pooler.NewRegistry(cfg, log),
 		Clients:  session.NewRegistry(),
 		shutdown: make(chan struct{}),
+		drained:  make(chan struct{}),
 	}
 	if err := d.setHBA(cfg); err != nil {
 		return nil, err
@@ -137,6 +139,9 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}
 	accept.Wait()
 	d.wg.Wait()
+	if d.ShuttingDown() {
+		<-d.drained // its last log lines and pool closing come before we return
+	}
 	d.Pools.Close()
 	return nil
 }

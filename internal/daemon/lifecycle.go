@@ -68,6 +68,7 @@ func (d *Daemon) ShuttingDown() bool {
 }
 
 func (d *Daemon) drain() {
+	defer close(d.drained)
 	d.mu.Lock()
 	for _, ln := range d.listeners {
 		_ = ln.Close()

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doorman-go/doorman/internal/app/apptest"
@@ -48,9 +50,8 @@ func runDriver(t *testing.T, env []string, name string, args ...string) string {
 	err := cmd.Run()
 	require.NoError(t, err, "%s %s\nstdout:\n%s\nstderr:\n%s", name, strings.Join(args, " "), stdout.String(), stderr.String())
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	last := lines[len(lines)-1]
-	t.Logf("%s in %v: %s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond), last)
-	return last
+	t.Logf("%s in %v:\n%s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond), strings.Join(lines, "\n"))
+	return lines[len(lines)-1]
 }
 
 // requireMoved checks that clients shared cached statements and that
@@ -122,8 +123,8 @@ func TestDriversPsycopg(t *testing.T) {
 		moved bool
 	}{
 		{"prepared", `^ok psycopg \S+ prepared 12 clients \d+ queries$`, true},
-		{"pipeline", `^ok psycopg \S+ pipeline 12 clients \d+ queries skipped statement re-run gave \S+$`, true},
-		{"discard", `^ok psycopg \S+ discard 3 rounds$`, false},
+		{"pipeline", `^ok psycopg \S+ pipeline 12 clients \d+ queries$`, true},
+		{"discard", `^ok psycopg \S+ discard 4 rounds$`, false},
 		{"evict", `^ok psycopg \S+ evict 20 statements, prepared_max 5$`, false},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
@@ -137,4 +138,78 @@ func TestDriversPsycopg(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDriversLateParseAfterPipelineError reproduces, at the protocol
+// level, what psycopg's pipeline mode shows: messages a client sends after
+// PostgreSQL has already reported an error in a pipeline (before Sync) are
+// skipped by PostgreSQL. The Parse of a statement the server already has
+// must not get a ParseComplete from the pooler, and neither Parse may
+// define the client's name or mark the statement prepared on the server.
+// The expected trace is PostgreSQL's own, taken live.
+func TestDriversLateParseAfterPipelineError(t *testing.T) {
+	setupUsers(t)
+	d := start(t, "", "transaction", 1)
+	trace := func(t *testing.T, dsn string) string {
+		ctx := context.Background()
+		// Another client prepares 'late-cached': the server has it.
+		a, err := pgconn.Connect(ctx, dsn)
+		require.NoError(t, err)
+		defer a.Close(ctx)
+		_, err = a.Prepare(ctx, "w", "SELECT 'late-cached'", nil)
+		require.NoError(t, err)
+
+		b, err := pgconn.Connect(ctx, dsn)
+		require.NoError(t, err)
+		h, err := b.Hijack()
+		require.NoError(t, err)
+		defer h.Conn.Close()
+		fe := h.Frontend
+		var out []string
+		step := func(until string, msgs ...pgproto3.FrontendMessage) {
+			for _, m := range msgs {
+				fe.Send(m)
+			}
+			require.NoError(t, fe.Flush())
+			_ = h.Conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+			var got []string
+			for {
+				m, err := fe.Receive()
+				if err != nil {
+					got = append(got, "read error")
+					break
+				}
+				typ := fmt.Sprintf("%T", m)[len("*pgproto3."):]
+				if e, ok := m.(*pgproto3.ErrorResponse); ok {
+					typ += "(" + e.Code + ")"
+				}
+				got = append(got, typ)
+				if typ == until || strings.HasPrefix(typ, until+"(") {
+					break
+				}
+			}
+			out = append(out, strings.Join(got, " "))
+		}
+		step("ErrorResponse", &pgproto3.Parse{Query: "SELECT 1/0"}, &pgproto3.Bind{}, &pgproto3.Execute{}, &pgproto3.Flush{})
+		// The error is read: these are sent to a server skipping to Sync.
+		step("ReadyForQuery", &pgproto3.Parse{Name: "late1", Query: "SELECT 'late-cached'"},
+			&pgproto3.Parse{Name: "late2", Query: "SELECT 'late-new'"}, &pgproto3.Sync{})
+		for _, name := range []string{"late1", "late2"} {
+			step("ReadyForQuery", &pgproto3.Bind{PreparedStatement: name}, &pgproto3.Execute{}, &pgproto3.Sync{})
+		}
+		// A third client must find 'late-new' usable on the server.
+		c, err := pgconn.Connect(ctx, dsn)
+		require.NoError(t, err)
+		defer c.Close(ctx)
+		_, err = c.Prepare(ctx, "x", "SELECT 'late-new'", nil)
+		if err == nil {
+			err = c.ExecPrepared(ctx, "x", nil, nil, nil).Read().Err
+		}
+		out = append(out, fmt.Sprintf("third client: %v", err))
+		return strings.Join(out, "\n")
+	}
+	want := trace(t, fmt.Sprintf("host=127.0.0.1 port=%d user=app password=app-secret dbname=appdb sslmode=disable", pg.Port))
+	t.Logf("PostgreSQL:\n%s", want)
+	got := trace(t, d.DSN("app", "app-secret", "appdb"))
+	require.Equal(t, want, got, "pg_doorman answers like PostgreSQL")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"strings"
 
 	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/prepared"
@@ -60,6 +61,16 @@ func (s *Session) appendLocked(srv *backend.Conn, f protocol.Frame, out []byte) 
 	if !s.rewriting() {
 		return append(out, f...)
 	}
+	if s.skipping {
+		// PostgreSQL reported an error and now ignores everything up to
+		// the next Sync: pass these through unchanged, answer nothing,
+		// record nothing.
+		if f.Type() == protocol.MsgSync {
+			s.skipping = false
+			s.push(request{kind: protocol.MsgSync})
+		}
+		return append(out, f...)
+	}
 	body := f.Body()
 	switch f.Type() {
 	case protocol.MsgParse:
@@ -100,6 +111,10 @@ func (s *Session) appendLocked(srv *backend.Conn, f protocol.Frame, out []byte) 
 	case protocol.MsgQuery:
 		s.noteQuery(body)
 		srv.UnnamedOwner = 0 // a simple Query destroys the unnamed statement
+		if q, ok := s.rewriteDeallocate(srv, queryText(body), &out); ok {
+			s.push(request{kind: protocol.MsgQuery})
+			return protocol.Query{String: q}.Encode(out)
+		}
 	}
 	if k := f.Type(); expectsAnswer(k) {
 		s.push(request{kind: k})
@@ -132,6 +147,9 @@ func (s *Session) rewriteParse(srv *backend.Conn, f protocol.Frame, out []byte) 
 		return append(out, f...) // let PostgreSQL report the malformed message
 	}
 	if p.Name == "" {
+		if q, ok := s.rewriteDeallocate(srv, p.Query, &out); ok {
+			f = protocol.Frame(protocol.Parse{Query: q, ParamOIDs: p.ParamOIDs}.Encode(nil))
+		}
 		s.unnamed = append(s.unnamed[:0], f...)
 		srv.UnnamedOwner = s.ID
 		s.push(request{kind: protocol.MsgParse})
@@ -271,23 +289,34 @@ func (s *Session) answerLocked(srv *backend.Conn, typ byte, body []byte) (hide b
 			s.pop()
 		}
 		if typ == protocol.MsgCommandComplete && (bytes.HasPrefix(body, []byte("DEALLOCATE ALL\x00")) || bytes.HasPrefix(body, []byte("DISCARD ALL\x00"))) {
+			// Whatever protocol carried it, the client's statements are
+			// gone, and so is everything prepared on this server.
 			srv.Prepared.Clear()
 			srv.UnnamedOwner = 0
+			s.prep.Clear()
+			s.unnamed = s.unnamed[:0]
 		}
 	case protocol.MsgErrorResponse:
 		if h.kind == protocol.MsgQuery || h.kind == protocol.MsgFunctionCall || h.kind == protocol.MsgSync {
 			break
 		}
 		s.failed(srv, s.pop())
-		// PostgreSQL now skips every message up to the next Sync.
+		// PostgreSQL now skips every message up to the next Sync; if the
+		// client has not sent that Sync yet, what it sends until then is
+		// skipped too.
 		for h := s.head(); h != nil && h.kind != protocol.MsgSync; h = s.head() {
 			s.failed(srv, s.pop())
 		}
+		if s.head() == nil {
+			s.skipping = true
+		}
 	case protocol.MsgReadyForQuery:
 		for h := s.head(); h != nil; h = s.head() {
-			if r := s.pop(); r.kind == protocol.MsgSync || r.kind == protocol.MsgQuery || r.kind == protocol.MsgFunctionCall {
+			r := s.pop()
+			if r.kind == protocol.MsgSync || r.kind == protocol.MsgQuery || r.kind == protocol.MsgFunctionCall {
 				break
 			}
+			s.failed(srv, r) // unanswered: the server skipped it
 		}
 	}
 	return hide
@@ -365,4 +394,57 @@ func (s *Session) answerLocally(f protocol.Frame) (bool, error) {
 		return true, fmt.Errorf("%w: %w", errClientGone, err)
 	}
 	return true, nil
+}
+
+func queryText(body []byte) string {
+	if n := len(body); n > 0 && body[n-1] == 0 {
+		body = body[:n-1]
+	}
+	return string(body)
+}
+
+// rewriteDeallocate turns SQL "DEALLOCATE [PREPARE] name" for one of the
+// client's protocol-level statements into the same command for its server
+// name (psycopg 3 deallocates its cached statements this way). The client's
+// name is forgotten, and the statement leaves this server's set; other
+// clients that share it get it prepared again where they need it. If the
+// server does not have the statement, it is prepared first (answer hidden)
+// so that the DEALLOCATE succeeds like in PostgreSQL.
+func (s *Session) rewriteDeallocate(srv *backend.Conn, query string, out *[]byte) (string, bool) {
+	name, ok := deallocateTarget(query)
+	if !ok {
+		return "", false
+	}
+	st := s.prep.Get(name)
+	if st == nil {
+		return "", false
+	}
+	*out = s.prepareOn(srv, st, *out)
+	s.prep.Delete(name)
+	srv.Prepared.Remove(st)
+	return `DEALLOCATE "` + st.Name + `"`, true
+}
+
+// deallocateTarget parses "DEALLOCATE [PREPARE] name[;]": an unquoted name
+// folds to lower case, a quoted one is taken as is. ALL is not a target.
+func deallocateTarget(q string) (string, bool) {
+	f := strings.Fields(strings.TrimRight(strings.TrimSpace(q), "; \t\n"))
+	if len(f) < 2 || !strings.EqualFold(f[0], "DEALLOCATE") {
+		return "", false
+	}
+	f = f[1:]
+	if strings.EqualFold(f[0], "PREPARE") {
+		f = f[1:]
+	}
+	if len(f) != 1 {
+		return "", false
+	}
+	name := f[0]
+	if strings.HasPrefix(name, `"`) && strings.HasSuffix(name, `"`) && len(name) >= 2 {
+		return strings.ReplaceAll(name[1:len(name)-1], `""`, `"`), true
+	}
+	if strings.EqualFold(name, "ALL") {
+		return "", false
+	}
+	return strings.ToLower(name), true
 }

@@ -273,7 +273,7 @@ func (s *Session) resetQueueLocked() {
 	for i := range s.queue {
 		s.queue[i] = request{}
 	}
-	s.queue, s.qhead, s.wake = s.queue[:0], 0, false
+	s.queue, s.qhead, s.wake, s.skipping = s.queue[:0], 0, false, false
 	s.fakes.Store(0)
 }
 
