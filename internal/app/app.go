@@ -14,6 +14,7 @@ import (
 	"github.com/doorman-go/doorman/internal/admin"
 	"github.com/doorman-go/doorman/internal/config"
 	"github.com/doorman-go/doorman/internal/daemon"
+	"github.com/doorman-go/doorman/internal/fallback"
 	"github.com/doorman-go/doorman/internal/metrics"
 )
 
@@ -30,6 +31,7 @@ func Build(cfg *config.Config, log *zap.Logger, level zap.AtomicLevel) (*App, er
 		return nil, err
 	}
 	m := metrics.New(d)
+	d.Pools.SetFallbackMetrics(fallback.NewMetrics(m.Registry()))
 	d.Hooks.Admin = admin.New(d).Serve
 	d.Hooks.Metrics = m
 	d.Hooks.Rejected = m.Rejected

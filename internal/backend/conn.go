@@ -41,6 +41,8 @@ type Options struct {
 	KeepAlive      time.Duration
 	TCPUserTimeout time.Duration
 	NoDelay        bool
+	// UnixSocketBufferSize sets SO_RCVBUF/SO_SNDBUF of a unix socket.
+	UnixSocketBufferSize int
 }
 
 // Conn is one authenticated server connection.
@@ -65,7 +67,13 @@ type Conn struct {
 	// holds (0 = unknown). Guarded by the owner of the connection.
 	Prepared     *prepared.ServerSet
 	UnnamedOwner uint64
+	// Lifetime overrides server_lifetime for this connection (0 = no):
+	// fallback connections live fallback_lifetime.
+	Lifetime time.Duration
 }
+
+// MaxLifetime is how the pool learns of a per-connection lifetime.
+func (c *Conn) MaxLifetime() time.Duration { return c.Lifetime }
 
 // Address builds the network and address for a pool's server_host and
 // server_port: a host starting with '/' is a unix socket directory.
@@ -104,6 +112,10 @@ func Connect(ctx context.Context, o Options) (*Conn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(o.NoDelay)
 		setUserTimeout(tc, o.TCPUserTimeout)
+	}
+	if uc, ok := nc.(*net.UnixConn); ok && o.UnixSocketBufferSize > 0 {
+		_ = uc.SetReadBuffer(o.UnixSocketBufferSize)
+		_ = uc.SetWriteBuffer(o.UnixSocketBufferSize)
 	}
 	c := &Conn{nc: nc, Reader: protocol.NewReader(nc, 8192, MaxServerMessage), Params: map[string]string{}, Network: o.Network, Address: o.Address}
 	if dl, ok := ctx.Deadline(); ok {

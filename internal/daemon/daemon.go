@@ -192,6 +192,12 @@ func (d *Daemon) configureClientSocket(nc net.Conn) {
 	}
 	g := d.Config().General
 	_ = tc.SetNoDelay(g.TCPNoDelay)
+	if n := int(g.TCPSocketBufferSize); n > 0 {
+		// Caps the kernel buffers an idle client holds (the kernel
+		// doubles the value for bookkeeping).
+		_ = tc.SetReadBuffer(n)
+		_ = tc.SetWriteBuffer(n)
+	}
 	if g.TCPSoLinger >= 0 {
 		_ = tc.SetLinger(g.TCPSoLinger)
 	}

@@ -62,7 +62,13 @@ type Options[T Resource] struct {
 	Permit func(ctx context.Context) (release func(), err error)
 	// OnIdleReturn is called after a connection went back to the idle set.
 	OnIdleReturn func()
+	// Alive is a cheap, non-blocking liveness test of a connection that
+	// sat idle for more than aliveCheckAfter; false means it is dead.
+	Alive func(v T) bool
 }
+
+// aliveCheckAfter: connections reused faster than this skip the Alive test.
+const aliveCheckAfter = 100 * time.Millisecond
 
 type grant[T Resource] struct {
 	conn   *Conn[T]
@@ -87,6 +93,7 @@ type Pool[T Resource] struct {
 	jitter  func() float64
 	xactP99 func() time.Duration
 	permit  func(ctx context.Context) (func(), error)
+	alive   func(T) bool
 
 	onIdleReturn func()
 
@@ -154,7 +161,7 @@ func New[T Resource](o Options[T]) *Pool[T] {
 		o.XactP99 = func() time.Duration { return 0 }
 	}
 	p := &Pool[T]{connect: o.Connect, check: o.Check, now: o.Now, jitter: o.Jitter, xactP99: o.XactP99,
-		permit: o.Permit, onIdleReturn: o.OnIdleReturn, cfg: normalize(o.Config)}
+		permit: o.Permit, onIdleReturn: o.OnIdleReturn, alive: o.Alive, cfg: normalize(o.Config)}
 	p.resume = make(chan struct{})
 	return p
 }
@@ -481,6 +488,14 @@ func (p *Pool[T]) prereplace() {
 // probe means the backend may have restarted: the whole idle set of this
 // epoch is suspect, so the pool moves to a new epoch.
 func (p *Pool[T]) checkout(ctx context.Context, c *Conn[T]) (*Conn[T], bool) {
+	if p.alive != nil && p.now().Sub(c.returnedAt) > aliveCheckAfter && !p.alive(c.Value) {
+		p.mu.Lock()
+		p.counters.CheckFailures++
+		p.mu.Unlock()
+		p.Destroy(c)
+		p.Reconnect()
+		return nil, false
+	}
 	if p.check == nil || p.cfg.IdleCheckTimeout <= 0 || p.now().Sub(c.returnedAt) < p.cfg.IdleCheckTimeout {
 		return c, true
 	}
@@ -564,6 +579,9 @@ func (p *Pool[T]) create(ctx context.Context) (*Conn[T], error) {
 	now := p.now()
 	c := &Conn[T]{Value: v, pool: p, createdAt: now, returnedAt: now, epoch: p.epoch, state: stateBusy, release: release}
 	c.lifetime = jittered(p.cfg.Lifetime, p.jitter)
+	if lo, ok := any(v).(interface{ MaxLifetime() time.Duration }); ok && lo.MaxLifetime() > 0 {
+		c.lifetime = lo.MaxLifetime() // e.g. a Patroni fallback connection
+	}
 	c.idleTimeout = jittered(p.cfg.IdleTimeout, p.jitter)
 	p.busy++
 	p.grantCreatesLocked()

@@ -8,10 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/doorman-go/doorman/internal/auth"
 	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/config"
 	"github.com/doorman-go/doorman/internal/coordinator"
+	"github.com/doorman-go/doorman/internal/fallback"
 	"github.com/doorman-go/doorman/internal/pool"
 	"github.com/doorman-go/doorman/internal/prepared"
 )
@@ -47,13 +50,17 @@ type Pool struct {
 	settings atomic.Pointer[Settings]
 	conns    *pool.Pool[*backend.Conn]
 
+	reg *Registry
+
 	mu           sync.Mutex
 	serverParams map[string]string // from the most recent new connection
 	clientKey    []byte            // SCRAM ClientKey recovered from a client
+	fb           *fallback.Dialer  // Patroni-assisted fallback, nil without patroni_api_urls
+	fbFor        *Settings         // the settings fb was built for
 }
 
-func newPool(s *Settings) *Pool {
-	p := &Pool{Database: s.DB.Name, User: s.User.Username,
+func newPool(s *Settings, reg *Registry) *Pool {
+	p := &Pool{Database: s.DB.Name, User: s.User.Username, reg: reg,
 		Statements: prepared.NewCache(s.General.PreparedStatementsCacheSize, "DOORMAN_")}
 	p.settings.Store(s)
 	p.xactP99 = cachedQuantile{h: &p.XactTimes, q: 0.99}
@@ -65,6 +72,7 @@ func newPool(s *Settings) *Pool {
 		XactP99:      p.xactP99.get,
 		Permit:       p.permit,
 		OnIdleReturn: p.idleReturned,
+		Alive:        (*backend.Conn).Alive,
 	})
 	return p
 }
@@ -192,7 +200,7 @@ func (p *Pool) connect(ctx context.Context) (*backend.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := backend.Connect(ctx, o)
+	c, err := p.dial(ctx, s, o)
 	if err != nil {
 		p.Stats.ConnectErrors.Add(1)
 		return nil, err
@@ -214,6 +222,8 @@ func (p *Pool) options(s *Settings) (backend.Options, error) {
 		KeepAlive:      s.General.TCPKeepalivesIdle,
 		TCPUserTimeout: s.General.TCPUserTimeout,
 		NoDelay:        s.General.TCPNoDelay,
+
+		UnixSocketBufferSize: int(s.General.UnixSocketBufferSize),
 	}
 	if s.DB.ApplicationName != "" {
 		o.Params = append(o.Params, [2]string{"application_name", s.DB.ApplicationName})
@@ -289,4 +299,83 @@ func (m member) Load() coordinator.Load {
 
 func (m member) EvictIdle(minAge time.Duration, floor int) bool {
 	return m.p.conns.EvictIdle(minAge, floor)
+}
+
+// dial opens a server connection, through Patroni-assisted fallback when
+// the pool has patroni_api_urls: the local server first, another member of
+// the cluster while the local one is down.
+func (p *Pool) dial(ctx context.Context, s *Settings, o backend.Options) (*backend.Conn, error) {
+	fb := p.fallbackDialer(s)
+	if fb == nil {
+		return backend.Connect(ctx, o)
+	}
+	conn, res, err := fb.Connect(ctx, fallback.Target{Network: o.Network, Address: o.Address},
+		func(ctx context.Context, t fallback.Target) (fallback.Conn, error) {
+			oo := o
+			oo.Network, oo.Address = t.Network, t.Address
+			return backend.Connect(ctx, oo)
+		})
+	if err != nil {
+		return nil, err
+	}
+	c := conn.(*backend.Conn)
+	if res.Fallback {
+		c.Lifetime = res.Lifetime
+	}
+	if res.LocalRestored {
+		// The local server is back: retire the fallback connections.
+		go p.conns.Reconnect()
+	}
+	return c, nil
+}
+
+// fallbackDialer returns the pool's fallback dialer, building it when the
+// settings changed (reload); nil when the pool has no patroni_api_urls.
+func (p *Pool) fallbackDialer(s *Settings) *fallback.Dialer {
+	if len(s.DB.PatroniAPIURLs) == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fb != nil && p.fbFor == s {
+		return p.fb
+	}
+	if p.fb != nil {
+		go p.fb.Close()
+	}
+	opts := fallback.Options{
+		PoolName:       s.DB.Name,
+		PatroniURLs:    s.DB.PatroniAPIURLs,
+		Cooldown:       s.DB.FallbackCooldown,
+		APITimeout:     s.DB.PatroniAPITimeout,
+		ConnectTimeout: s.DB.FallbackConnectTimeout,
+		Lifetime:       s.DB.FallbackLifetime,
+		OuterTimeout:   s.General.QueryWaitTimeout,
+		Log:            p.reg.log,
+	}
+	if m := p.reg.FallbackMetrics(); m != nil {
+		opts.Metrics = m
+	}
+	fb, err := fallback.New(opts)
+	if err != nil {
+		if p.reg.log != nil {
+			p.reg.log.Error("patroni fallback disabled for pool", zap.String("database", s.DB.Name), zap.Error(err))
+		}
+		p.fb, p.fbFor = nil, s
+		return nil
+	}
+	p.fb, p.fbFor = fb, s
+	return fb
+}
+
+// close closes the connections and the fallback dialer.
+func (p *Pool) close() {
+	p.conns.Close()
+	p.mu.Lock()
+	fb := p.fb
+	p.fb = nil
+	p.mu.Unlock()
+	if fb != nil {
+		fb.Close()
+	}
 }

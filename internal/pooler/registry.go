@@ -4,12 +4,14 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/doorman-go/doorman/internal/config"
 	"github.com/doorman-go/doorman/internal/coordinator"
+	"github.com/doorman-go/doorman/internal/fallback"
 )
 
 type key struct{ db, user string }
@@ -22,6 +24,19 @@ type Registry struct {
 	cfg    *config.Config
 	pools  map[key]*Pool
 	coords map[string]*coordinator.Coordinator // databases with max_db_connections
+
+	fbMetrics atomic.Pointer[fallback.Metrics]
+}
+
+// SetFallbackMetrics sets where the Patroni fallback dialers report.
+func (r *Registry) SetFallbackMetrics(m fallback.Metrics) { r.fbMetrics.Store(&m) }
+
+// FallbackMetrics returns what SetFallbackMetrics set, or nil.
+func (r *Registry) FallbackMetrics() fallback.Metrics {
+	if m := r.fbMetrics.Load(); m != nil {
+		return *m
+	}
+	return nil
 }
 
 // NewRegistry builds the pools of cfg. No connection is opened yet.
@@ -88,7 +103,7 @@ func (r *Registry) Apply(cfg *config.Config) {
 				p.apply(s)
 				continue
 			}
-			r.pools[k] = newPool(s)
+			r.pools[k] = newPool(s, r)
 		}
 	}
 	var removed []*Pool
@@ -105,7 +120,7 @@ func (r *Registry) Apply(cfg *config.Config) {
 	r.applyCoordinatorsLocked(cfg)
 	r.mu.Unlock()
 	for _, p := range removed {
-		p.conns.Close()
+		p.close()
 		if r.log != nil {
 			r.log.Info("pool removed", zap.String("database", p.Database), zap.String("user", p.User))
 		}
@@ -151,7 +166,7 @@ func (r *Registry) RetainOnce(ctx context.Context) {
 // Close closes every pool.
 func (r *Registry) Close() {
 	for _, p := range r.Pools() {
-		p.conns.Close()
+		p.close()
 	}
 }
 

@@ -1,0 +1,98 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/doorman-go/doorman/internal/app/apptest"
+	"github.com/doorman-go/doorman/internal/patroni/patronitest"
+	"github.com/doorman-go/doorman/internal/pgtest"
+)
+
+// TestPatroniFallback: pg_doorman talks to its local PostgreSQL over the
+// unix socket; when that server stops, a new client's query runs on the
+// sync_standby that (a fake) Patroni reports, within 2 s, the fallback
+// metrics show it, and the client is told in_hot_standby=on.
+func TestPatroniFallback(t *testing.T) {
+	local := pgtest.Start(t, pgtest.Options{})
+	verifier := local.CreateUser(t, "fb", "fb-secret", "scram-sha-256")
+	standby := local.AddReplica(t)
+	local.WaitReplay(t, standby)
+	patroni := patronitest.NewServer(t, []byte(fmt.Sprintf(`{"members": [
+  {"name": "node1", "role": "leader", "state": "running", "host": "127.0.0.1", "port": %d, "api_url": "http://127.0.0.1:1/patroni", "timeline": 1},
+  {"name": "node2", "role": "sync_standby", "state": "streaming", "host": "127.0.0.1", "port": %d, "api_url": "http://127.0.0.1:2/patroni", "timeline": 1, "lag": 0}
+]}`, local.Port, standby.Port)))
+	d := apptest.Start(t, fmt.Sprintf(`general:
+  host: 127.0.0.1
+  port: {{PORT}}
+  unix_socket_dir: "{{DIR}}"
+  admin_username: admin
+  admin_password: admin-secret
+  query_wait_timeout: 10s
+  server_idle_check_timeout: 0
+  patroni_api_urls: ["%s"]
+  fallback_connect_timeout: 2s
+pools:
+  postgres:
+    server_host: "%s"
+    server_port: %d
+    users:
+      - username: fb
+        password: '%s'
+        pool_size: 4
+`, patroni.URL(), local.SocketDir, local.Port, verifier))
+	ctx := context.Background()
+	query := func() (bool, string, error) {
+		c, err := pgx.Connect(ctx, d.DSN("fb", "fb-secret", "postgres")+" default_query_exec_mode=exec")
+		if err != nil {
+			return false, "", err
+		}
+		defer c.Close(ctx)
+		var recovery bool
+		err = c.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovery)
+		return recovery, c.PgConn().ParameterStatus("in_hot_standby"), err
+	}
+	recovery, hs, err := query()
+	require.NoError(t, err)
+	require.False(t, recovery, "on the local primary first")
+	require.Equal(t, "off", hs)
+
+	local.Stop(t)
+	start := time.Now()
+	recovery, hs, err = query()
+	took := time.Since(start)
+	require.NoError(t, err)
+	require.True(t, recovery, "the query ran on the sync_standby")
+	require.Equal(t, "on", hs, "the client is told the truth about the server it is on")
+	require.Less(t, took, 2*time.Second)
+	t.Logf("fallback query took %s", took)
+
+	got, err := testutil.GatherAndCount(d.Metrics.Registry(), "pg_doorman_fallback_connections_total")
+	require.NoError(t, err)
+	require.Greater(t, got, 0)
+	families, err := d.Metrics.Registry().Gather()
+	require.NoError(t, err)
+	var active, host bool
+	for _, mf := range families {
+		switch mf.GetName() {
+		case "pg_doorman_fallback_active":
+			active = mf.GetMetric()[0].GetGauge().GetValue() == 1
+		case "pg_doorman_fallback_host":
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "port" && l.GetValue() == fmt.Sprint(standby.Port) {
+						host = true
+					}
+				}
+			}
+		}
+	}
+	require.True(t, active, "pg_doorman_fallback_active is 1")
+	require.True(t, host, "pg_doorman_fallback_host names the standby")
+}
