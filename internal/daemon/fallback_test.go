@@ -96,3 +96,48 @@ pools:
 	require.True(t, active, "pg_doorman_fallback_active is 1")
 	require.True(t, host, "pg_doorman_fallback_host names the standby")
 }
+
+// TestReadWriteAfterPromotion: pg_doorman in front of a standby; a client
+// asking for target_session_attrs=read-write is refused; after the standby
+// is promoted, the same client connects (PgBouncer would keep reporting the
+// stale in_hot_standby=on and refuse it).
+func TestReadWriteAfterPromotion(t *testing.T) {
+	primary := pgtest.Start(t, pgtest.Options{})
+	verifier := primary.CreateUser(t, "rw", "rw-secret", "scram-sha-256")
+	standby := primary.AddReplica(t)
+	primary.WaitReplay(t, standby)
+	d := apptest.Start(t, fmt.Sprintf(`general:
+  host: 127.0.0.1
+  port: {{PORT}}
+  unix_socket_dir: "{{DIR}}"
+  admin_username: admin
+  admin_password: admin-secret
+pools:
+  postgres:
+    server_host: 127.0.0.1
+    server_port: %d
+    users:
+      - username: rw
+        password: '%s'
+        pool_size: 2
+`, standby.Port, verifier))
+	ctx := context.Background()
+	dsn := d.DSN("rw", "rw-secret", "postgres") + " target_session_attrs=read-write"
+	// A first plain login teaches the pool the SCRAM key (passthrough).
+	c, err := pgx.Connect(ctx, d.DSN("rw", "rw-secret", "postgres"))
+	require.NoError(t, err)
+	c.Close(ctx)
+	_, err = pgx.Connect(ctx, dsn)
+	require.Error(t, err, "a standby is not read-write")
+
+	standby.Promote(t)
+	require.Eventually(t, func() bool {
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return false
+		}
+		defer c.Close(ctx)
+		_, err = c.Exec(ctx, "CREATE TEMP TABLE w (i int)")
+		return err == nil
+	}, 10*time.Second, 100*time.Millisecond, "read-write clients connect after the promotion")
+}

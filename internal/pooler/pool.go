@@ -52,11 +52,12 @@ type Pool struct {
 
 	reg *Registry
 
-	mu           sync.Mutex
-	serverParams map[string]string // from the most recent new connection
-	clientKey    []byte            // SCRAM ClientKey recovered from a client
-	fb           *fallback.Dialer  // Patroni-assisted fallback, nil without patroni_api_urls
-	fbFor        *Settings         // the settings fb was built for
+	mu             sync.Mutex
+	serverParams   map[string]string // from the most recent new connection
+	serverParamsAt time.Time
+	clientKey      []byte           // SCRAM ClientKey recovered from a client
+	fb             *fallback.Dialer // Patroni-assisted fallback, nil without patroni_api_urls
+	fbFor          *Settings        // the settings fb was built for
 }
 
 func newPool(s *Settings, reg *Registry) *Pool {
@@ -168,21 +169,34 @@ func (p *Pool) SetClientKey(key []byte) {
 	p.mu.Unlock()
 }
 
-// ServerParams returns a copy of the ParameterStatus set of the server,
-// opening a connection if none has been seen yet.
+// serverParamsTTL bounds how stale the ParameterStatus set given to new
+// clients may be: in_hot_standby and default_transaction_read_only change on
+// promotion or failover, and libpq's target_session_attrs trusts them.
+const serverParamsTTL = time.Second
+
+// ServerParams returns a copy of the ParameterStatus set of the server. A
+// set older than serverParamsTTL is refreshed from a real connection
+// (whose liveness check also drops connections the server has since
+// changed under us).
 func (p *Pool) ServerParams(ctx context.Context) (map[string]string, error) {
 	p.mu.Lock()
-	sp := p.serverParams
+	sp, at := p.serverParams, p.serverParamsAt
 	p.mu.Unlock()
-	if sp != nil {
+	if sp != nil && time.Since(at) < serverParamsTTL {
 		return copyParams(sp), nil
 	}
 	c, err := p.Acquire(ctx)
 	if err != nil {
+		if sp != nil {
+			return copyParams(sp), nil
+		}
 		return nil, err
 	}
 	params := copyParams(c.Value.Params)
 	p.Release(c)
+	p.mu.Lock()
+	p.serverParams, p.serverParamsAt = copyParams(params), time.Now()
+	p.mu.Unlock()
 	return params, nil
 }
 
@@ -207,7 +221,7 @@ func (p *Pool) connect(ctx context.Context) (*backend.Conn, error) {
 	}
 	c.Prepared = prepared.NewServerSet(s.General.PreparedStatementsCacheSize)
 	p.mu.Lock()
-	p.serverParams = copyParams(c.Params)
+	p.serverParams, p.serverParamsAt = copyParams(c.Params), time.Now()
 	p.mu.Unlock()
 	return c, nil
 }
