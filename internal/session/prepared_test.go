@@ -290,11 +290,11 @@ func TestPreparedManyStatementsClientCap(t *testing.T) {
 
 func TestPreparedDisabledAndSessionModePassThrough(t *testing.T) {
 	for _, tc := range []struct{ name, general, mode string }{
-		{"prepared_statements false in session mode", "  prepared_statements: false", "session"},
+		{"prepared_statements false in transaction mode", "  prepared_statements: false", "transaction"},
 		{"session mode", "", "session"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := start(t, tc.general, tc.mode, 2)
+			d := start(t, tc.general, tc.mode, 1) // one backend: the next query sees what Prepare did
 			c := cached(t, d.DSN("app", "app-secret", "appdb"), "")
 			var name string
 			_, err := c.Prepare(context.Background(), "mine", "SELECT 1")
