@@ -19,8 +19,8 @@ import (
 // connections. SHOW POOL_COORDINATOR shows both.
 func TestCoordinatorEvictionAndReserve(t *testing.T) {
 	setup(t)
-	vIdle := pg.CreateUser(t, "coord_idle", "idle-secret", "scram-sha-256")
-	vBusy := pg.CreateUser(t, "coord_busy", "busy-secret", "scram-sha-256")
+	vIdle := user(t, "coord_idle", "idle-secret")
+	vBusy := user(t, "coord_busy", "busy-secret")
 	d := apptest.Start(t, fmt.Sprintf(`general:
   host: 127.0.0.1
   port: {{PORT}}
@@ -98,6 +98,15 @@ pools:
 	for _, tx := range busy {
 		require.NoError(t, tx.Commit(ctx))
 	}
+	// The retain task moves idle reserve permits to main once main has
+	// room: here the idle user's connections are closed.
+	busyPool, _ := d.Daemon.Pools.Lookup("coord", "coord_busy")
+	require.Eventually(t, func() bool { return busyPool.Conns().Stats().Idle == 4 }, 5*time.Second, 10*time.Millisecond)
+	idlePool.Conns().Reconnect()
+	d.Daemon.Pools.RetainOnce(ctx)
+	s = coords[0].Snapshot()
+	require.Equal(t, 0, s.ReserveUsed, "reserve permits upgraded to main by the retain task")
+	require.Equal(t, 4, s.Current)
 
 	admin, err := pgx.Connect(ctx, d.DSN("admin", "admin-secret", "pgdoorman")+" default_query_exec_mode=simple_protocol")
 	require.NoError(t, err)

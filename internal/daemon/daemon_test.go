@@ -183,3 +183,15 @@ func TestPgbenchThroughPooler(t *testing.T) {
 	}
 	require.LessOrEqual(t, len(pg.BackendPIDs(t, "bench")), 10, "pool_size 10 bounds the backends")
 }
+
+var users sync.Map // name → verifier: each role is created once per test binary
+
+// user creates a SCRAM role once per test binary (tests may run with -count).
+func user(t *testing.T, name, password string) string {
+	if v, ok := users.Load(name); ok {
+		return v.(string)
+	}
+	v := pg.CreateUser(t, name, password, "scram-sha-256")
+	users.Store(name, v)
+	return v
+}

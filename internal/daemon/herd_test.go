@@ -109,7 +109,7 @@ func TestHandshakeParsing(t *testing.T) {
 // moment, and every client succeeds.
 func TestThunderingHerd(t *testing.T) {
 	setup(t)
-	verifierHerd := pg.CreateUser(t, "herd", "herd-secret", "scram-sha-256")
+	verifierHerd := user(t, "herd", "herd-secret")
 	pg.ExecDB(t, "benchdb", "GRANT ALL ON SCHEMA public TO herd")
 	d := apptest.Start(t, fmt.Sprintf(`general:
   host: 127.0.0.1

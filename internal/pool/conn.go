@@ -23,7 +23,7 @@ type Conn[T Resource] struct {
 	epoch       uint64
 	used        bool // served at least one client
 	state       connState
-	release     func() // returns the coordinator permit, nil without one
+	permit      Permit // the coordinator permit, nil without one
 	replaced    bool   // a pre-replacement was opened for it
 }
 
@@ -43,8 +43,8 @@ func (c *Conn[T]) idleExpired(now time.Time) bool {
 
 func (c *Conn[T]) closeValue() {
 	_ = c.Value.Close()
-	if c.release != nil {
-		c.release()
-		c.release = nil
+	if c.permit != nil {
+		c.permit.Release()
+		c.permit = nil
 	}
 }

@@ -39,11 +39,27 @@ func (p *Pool[T]) Retain(budget int) int {
 		p.dropLocked(c)
 	}
 	p.grantCreatesLocked()
+	p.upgradeIdlePermitsLocked()
 	p.mu.Unlock()
 	for _, c := range victims {
 		c.closeValue()
 	}
 	return len(victims)
+}
+
+// upgradeIdlePermitsLocked moves the reserve permits of idle connections to
+// the main quota where it has room, so the reserve is free for the next
+// burst. The coordinator never calls into a pool with its own lock held,
+// so taking its lock under ours is safe.
+func (p *Pool[T]) upgradeIdlePermitsLocked() {
+	for _, c := range p.idle {
+		if u, ok := c.permit.(Upgrader); ok && u.Reserve() {
+			if !u.Upgrade() {
+				return // main is full: the rest cannot move either
+			}
+			p.counters.PermitUpgrades++
+		}
+	}
 }
 
 // Replenish opens connections until the pool holds MinSize, one burst-gate

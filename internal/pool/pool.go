@@ -57,9 +57,10 @@ type Options[T Resource] struct {
 	XactP99 func() time.Duration
 	// Permit, when set, is asked for permission before each connect, inside
 	// the burst-gate slot (the pool coordinator of max_db_connections). The
-	// returned release is called when that connection is closed, or at
-	// once if the connect fails.
-	Permit func(ctx context.Context) (release func(), err error)
+	// permit is released when that connection is closed, or at once if the
+	// connect fails. A permit that also implements Upgrader is offered an
+	// upgrade by Retain while its connection is idle.
+	Permit func(ctx context.Context) (Permit, error)
 	// OnIdleReturn is called after a connection went back to the idle set.
 	OnIdleReturn func()
 	// Alive is a cheap, non-blocking liveness test of a connection that
@@ -92,7 +93,7 @@ type Pool[T Resource] struct {
 	now     func() time.Time
 	jitter  func() float64
 	xactP99 func() time.Duration
-	permit  func(ctx context.Context) (func(), error)
+	permit  func(ctx context.Context) (Permit, error)
 	alive   func(T) bool
 
 	onIdleReturn func()
@@ -138,6 +139,7 @@ type Counters struct {
 	ReplenishDeferred   uint64 // replenish cycles skipped because the gate was busy
 	Evicted             uint64 // idle connections closed for another user by the coordinator
 	Prereplacements     uint64 // replacements opened for connections near their lifetime
+	PermitUpgrades      uint64 // idle reserve permits moved to the main quota
 }
 
 // Stats is a snapshot for the admin console and metrics.
@@ -548,18 +550,18 @@ func (p *Pool[T]) abandon(w *waiter[T]) {
 }
 
 func (p *Pool[T]) create(ctx context.Context) (*Conn[T], error) {
-	var release func()
+	var permit Permit
 	var v T
 	var err error
 	if p.permit != nil {
-		release, err = p.permit(ctx)
+		permit, err = p.permit(ctx)
 	}
 	permitRefused := err != nil
 	if err == nil {
 		v, err = p.connect(ctx)
-		if err != nil && release != nil {
-			release()
-			release = nil
+		if err != nil && permit != nil {
+			permit.Release()
+			permit = nil
 		}
 	}
 	p.mu.Lock()
@@ -577,7 +579,7 @@ func (p *Pool[T]) create(ctx context.Context) (*Conn[T], error) {
 	}
 	p.counters.Created++
 	now := p.now()
-	c := &Conn[T]{Value: v, pool: p, createdAt: now, returnedAt: now, epoch: p.epoch, state: stateBusy, release: release}
+	c := &Conn[T]{Value: v, pool: p, createdAt: now, returnedAt: now, epoch: p.epoch, state: stateBusy, permit: permit}
 	c.lifetime = jittered(p.cfg.Lifetime, p.jitter)
 	if lo, ok := any(v).(interface{ MaxLifetime() time.Duration }); ok && lo.MaxLifetime() > 0 {
 		c.lifetime = lo.MaxLifetime() // e.g. a Patroni fallback connection
@@ -702,4 +704,15 @@ func (p *Pool[T]) signalDrainedLocked() {
 		close(ch)
 	}
 	p.drained = nil
+}
+
+// Permit is a connection permit of the pool coordinator.
+type Permit interface {
+	Release()
+}
+
+// Upgrader is a permit that may move from the reserve to the main quota.
+type Upgrader interface {
+	Reserve() bool
+	Upgrade() bool
 }

@@ -285,7 +285,7 @@ func check(ctx context.Context, c *backend.Conn) error {
 
 // permit asks the database's coordinator (max_db_connections) for a
 // connection permit; without one there is nothing to ask.
-func (p *Pool) permit(ctx context.Context) (func(), error) {
+func (p *Pool) permit(ctx context.Context) (pool.Permit, error) {
 	u := p.coord.Load()
 	if u == nil {
 		return nil, nil
@@ -294,7 +294,7 @@ func (p *Pool) permit(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	return pm.Release, nil
+	return pm, nil
 }
 
 func (p *Pool) idleReturned() {
