@@ -137,11 +137,13 @@ func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transa
 		xt := now.Sub(s.xactStart)
 		st.XactTime.Add(uint64(xt.Microseconds()))
 		s.pool.XactTimes.Observe(xt)
+		// Under mu, so it cannot overwrite the state of the client's next
+		// transaction (attach only starts after it sees srv == nil).
+		s.state.Store(StateIdle)
 	}
 	s.mu.Unlock()
 	if release {
 		st.ClientsActive.Add(-1)
-		s.state.Store(StateIdle)
 		s.giveBack(c)
 	}
 	return release
