@@ -141,3 +141,42 @@ pools:
 		return err == nil
 	}, 10*time.Second, 100*time.Millisecond, "read-write clients connect after the promotion")
 }
+
+// TestFallbackAllCandidatesRejected: the local server is down and the only
+// other member refuses: the client gets the sanitized FATAL, not a hang.
+func TestFallbackAllCandidatesRejected(t *testing.T) {
+	local := pgtest.Start(t, pgtest.Options{})
+	verifier := local.CreateUser(t, "fbr", "fbr-secret", "scram-sha-256")
+	deadPort := apptest.FreePort(t)
+	patroni := patronitest.NewServer(t, []byte(fmt.Sprintf(`{"members": [
+  {"name": "node2", "role": "sync_standby", "state": "streaming", "host": "127.0.0.1", "port": %d, "api_url": "http://127.0.0.1:2/patroni", "timeline": 1, "lag": 0}
+]}`, deadPort)))
+	d := apptest.Start(t, fmt.Sprintf(`general:
+  host: 127.0.0.1
+  port: {{PORT}}
+  unix_socket_dir: "{{DIR}}"
+  admin_username: admin
+  admin_password: admin-secret
+  query_wait_timeout: 3s
+  patroni_api_urls: ["%s"]
+  fallback_connect_timeout: 1s
+pools:
+  postgres:
+    server_host: "%s"
+    server_port: %d
+    users:
+      - username: fbr
+        password: '%s'
+        server_username: fbr
+        server_password: fbr-secret
+        pool_size: 2
+`, patroni.URL(), local.SocketDir, local.Port, verifier))
+	local.Stop(t)
+	ctx := context.Background()
+	start := time.Now()
+	_, err := pgx.Connect(ctx, d.DSN("fbr", "fbr-secret", "postgres"))
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "Unable to retrieve server parameters")
+	require.Contains(t, err.Error(), "08006")
+	require.Less(t, time.Since(start), 5*time.Second, "never longer than query_wait_timeout plus the login")
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/coordinator"
+	"github.com/doorman-go/doorman/internal/fallback"
 	"github.com/doorman-go/doorman/internal/pool"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/protocol"
@@ -294,6 +295,8 @@ func (s *Session) acquireFailed(err error) error {
 		s.fatal("08P01", "query_wait_timeout")
 	case errors.Is(err, coordinator.ErrExhausted):
 		s.fatal("53300", err.Error())
+	case isFallbackFailure(err):
+		s.fatal("08006", fallback.ClientMessage)
 	case errors.Is(err, pool.ErrClosed):
 		s.fatal("08P01", "pool is closed: database or user removed, or pg_doorman is shutting down")
 	case errors.As(err, &se):
@@ -383,4 +386,12 @@ func (s *Session) syncParams(ctx context.Context, c *pooler.Conn) error {
 		return fmt.Errorf("sync server parameters: %w", err)
 	}
 	return nil
+}
+
+// isFallbackFailure reports a failed Patroni-assisted fallback: the client
+// gets the sanitized message, the details are in the log.
+func isFallbackFailure(err error) bool {
+	var re *fallback.RejectedError
+	var de *fallback.DeadlineError
+	return errors.As(err, &re) || errors.As(err, &de) || errors.Is(err, fallback.ErrNoCandidates)
 }

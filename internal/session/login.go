@@ -14,6 +14,7 @@ import (
 	"github.com/doorman-go/doorman/internal/auth/hba"
 	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/coordinator"
+	"github.com/doorman-go/doorman/internal/fallback"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/prepared"
 	"github.com/doorman-go/doorman/internal/protocol"
@@ -89,6 +90,8 @@ func (s *Session) serverLoginFailed(err error) error {
 		s.fatal("08P01", "query_wait_timeout")
 	case errors.Is(err, coordinator.ErrExhausted):
 		s.fatal("53300", err.Error())
+	case isFallbackFailure(err):
+		s.fatal("08006", fallback.ClientMessage)
 	case errors.As(err, &se):
 		s.fatal(se.Code, "server login failed: "+se.Message)
 	case errors.Is(err, backend.ErrNoSCRAMKey):
