@@ -81,9 +81,10 @@ func (p *port) handle(client *net.TCPConn) {
 	for {
 		b, reason := p.state.pick(p.env.clock.Now(), p.env.maxAge(), tried)
 		if b == nil {
-			_ = client.Close()
+			// Count before closing: whoever sees the close sees the count.
 			m.Refused.WithLabelValues(spec.Cluster, spec.Name, string(reason)).Inc()
 			p.logRefused(spec, reason, client.RemoteAddr())
+			_ = client.Close()
 			return
 		}
 		server, err := p.dial(b.addr)
