@@ -69,7 +69,7 @@ type Options[T Resource] struct {
 }
 
 // aliveCheckAfter: connections reused faster than this skip the Alive test.
-const aliveCheckAfter = 100 * time.Millisecond
+const aliveCheckAfter = 5 * time.Millisecond
 
 type grant[T Resource] struct {
 	conn   *Conn[T]
