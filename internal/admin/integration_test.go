@@ -199,7 +199,8 @@ func TestIntegrationAdminConsole(t *testing.T) {
 	res, err := admin.PgConn().Exec(ctx, "SHUTDOWN").ReadAll()
 	require.NoError(t, err)
 	require.Equal(t, "SHUTDOWN", res[0].CommandTag.String())
-	require.True(t, d.ShuttingDown())
+	// The reply is written first, the shutdown starts right after it.
+	require.Eventually(t, d.ShuttingDown, 5*time.Second, 5*time.Millisecond)
 }
 
 // TestIntegrationShowWhileClientsChurn reads every SHOW while clients log
