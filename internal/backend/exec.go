@@ -39,7 +39,7 @@ func (c *Conn) Exec(ctx context.Context, sql string) error {
 				first = &ServerError{Notice: n}
 			}
 		case protocol.MsgParameterStatus:
-			c.applyParameterStatus(f.Body())
+			c.ApplyParameterStatus(f.Body())
 		case protocol.MsgReadyForQuery:
 			c.TxStatus = protocol.ReadyForQueryStatus(f)
 			c.Reader.Shrink()
@@ -48,16 +48,14 @@ func (c *Conn) Exec(ctx context.Context, sql string) error {
 	}
 }
 
-// ApplyParameterStatus records a ParameterStatus body seen while forwarding.
-func (c *Conn) applyParameterStatus(body []byte) {
+// ApplyParameterStatus records a ParameterStatus body seen while
+// forwarding or in Exec.
+func (c *Conn) ApplyParameterStatus(body []byte) {
 	var ps protocol.ParameterStatus
 	if ps.Decode(body) == nil {
 		c.Params[ps.Name] = ps.Value
 	}
 }
-
-// ApplyParameterStatus is applyParameterStatus for the session.
-func (c *Conn) ApplyParameterStatus(body []byte) { c.applyParameterStatus(body) }
 
 // Cancel asks the server to cancel whatever this connection is running, on a
 // new connection to the same address, as PostgreSQL requires.

@@ -52,8 +52,6 @@ type Daemon struct {
 type Hooks struct {
 	Admin   func(ctx context.Context, s *session.Session) error
 	Metrics session.Metrics
-	// OnReload is called after a successful reload with the new config.
-	OnReload func(*config.Config)
 	// Rejected counts refused client connections by reason.
 	Rejected func(reason string)
 }

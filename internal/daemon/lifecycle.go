@@ -38,9 +38,6 @@ func (d *Daemon) Reload() error {
 	}
 	d.reloads.Add(1)
 	d.reloadFailure.Store(false)
-	if d.Hooks.OnReload != nil {
-		d.Hooks.OnReload(cfg)
-	}
 	d.Log.Info("configuration reloaded", zap.String("path", d.cfgPath), zap.Int("pools", len(cfg.Pools)))
 	return nil
 }
@@ -100,9 +97,6 @@ func (d *Daemon) drain() {
 	}
 	d.Pools.Close()
 }
-
-// Done is closed when Shutdown has been called.
-func (d *Daemon) Done() <-chan struct{} { return d.shutdown }
 
 func zapLevel(s string) (zapcore.Level, error) {
 	return zapcore.ParseLevel(s)

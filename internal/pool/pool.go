@@ -110,7 +110,6 @@ type Pool[T Resource] struct {
 	resume   chan struct{}   // closed by Resume
 	closed   bool            // Close was called
 	counters Counters        // monotonic event counters
-	onIdle   func(*Conn[T])  // test hook, nil in production
 	drained  []chan struct{} // closed when busy+creating reaches zero
 
 	prereplacing int // replacements in flight (at most maxPrereplacements)
@@ -527,11 +526,7 @@ func (p *Pool[T]) release(c *Conn[T], served bool) {
 	p.busy--
 	c.state = stateIdle
 	p.idle = append(p.idle, c)
-	hook := p.onIdle
 	p.mu.Unlock()
-	if hook != nil {
-		hook(c)
-	}
 	if p.onIdleReturn != nil {
 		p.onIdleReturn()
 	}

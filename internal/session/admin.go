@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net/netip"
-	"strings"
 
 	"github.com/doorman-go/doorman/internal/auth"
 	"github.com/doorman-go/doorman/internal/auth/hba"
@@ -60,15 +58,4 @@ func (s *Session) serveAdmin(ctx context.Context) error {
 		return errors.New("admin console not available")
 	}
 	return s.env.Admin(ctx, s)
-}
-
-func parsePrefix(s string) (netip.Prefix, error) {
-	if !strings.Contains(s, "/") {
-		a, err := netip.ParseAddr(s)
-		if err != nil {
-			return netip.Prefix{}, err
-		}
-		return netip.PrefixFrom(a, a.BitLen()), nil
-	}
-	return netip.ParsePrefix(s)
 }

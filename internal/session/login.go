@@ -5,10 +5,9 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
-
-	"go.uber.org/zap"
 
 	"github.com/doorman-go/doorman/internal/auth"
 	"github.com/doorman-go/doorman/internal/auth/hba"
@@ -302,4 +301,13 @@ func (s *Session) readPassword() ([]byte, error) {
 	return f.Body(), nil
 }
 
-func (s *Session) logDebug(msg string, fields ...zap.Field) { s.log.Debug(msg, fields...) }
+func parsePrefix(s string) (netip.Prefix, error) {
+	if !strings.Contains(s, "/") {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return netip.Prefix{}, err
+		}
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	return netip.ParsePrefix(s)
+}
