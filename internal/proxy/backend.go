@@ -187,3 +187,11 @@ func (s *portState) stats() []BackendStat {
 func sortStats(s []BackendStat) {
 	slices.SortFunc(s, func(a, b BackendStat) int { return strings.Compare(a.Addr, b.Addr) })
 }
+
+// memberOf reads a backend's member name, which a topology update may
+// rewrite while a connection is being set up.
+func (s *portState) memberOf(b *backend) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return b.member
+}

@@ -101,7 +101,7 @@ func (p *port) handle(client *net.TCPConn) {
 			m.ConnectErrors.WithLabelValues(spec.Cluster, spec.Name, b.addr).Inc()
 			p.env.log.Warn("backend connect failed, trying the next one",
 				zap.String("cluster", spec.Cluster), zap.String("port", spec.Name),
-				zap.String("backend", b.addr), zap.String("member", b.member), zap.Error(err))
+				zap.String("backend", b.addr), zap.String("member", p.state.memberOf(b)), zap.Error(err))
 			if tried == nil {
 				tried = map[string]bool{}
 			}
