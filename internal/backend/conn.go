@@ -62,11 +62,9 @@ type Conn struct {
 	Broken bool
 	// TxStatus is the status of the last ReadyForQuery.
 	TxStatus byte
-	// Prepared is the set of pooler-named statements prepared here;
-	// UnnamedOwner is the session whose unnamed statement the server
-	// holds (0 = unknown). Guarded by the owner of the connection.
-	Prepared     *prepared.ServerSet
-	UnnamedOwner uint64
+	// Prepared is the set of pooler-named statements prepared here.
+	// Guarded by the owner of the connection.
+	Prepared *prepared.ServerSet
 	// Lifetime overrides server_lifetime for this connection (0 = no):
 	// fallback connections live fallback_lifetime.
 	Lifetime time.Duration

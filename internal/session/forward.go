@@ -257,6 +257,7 @@ func (s *Session) attach(ctx context.Context) (*pooler.Conn, error) {
 	s.srv = c
 	s.srvDone = done
 	s.xactStart = time.Now()
+	s.unnamedHere = false
 	s.mu.Unlock()
 	go s.serverLoop(c, done)
 	return c, nil

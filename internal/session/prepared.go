@@ -110,7 +110,7 @@ func (s *Session) appendLocked(srv *backend.Conn, f protocol.Frame, out []byte) 
 		return out
 	case protocol.MsgQuery:
 		s.noteQuery(body)
-		srv.UnnamedOwner = 0 // a simple Query destroys the unnamed statement
+		s.unnamedHere = false // a simple Query destroys the unnamed statement
 		if q, ok := s.rewriteDeallocate(srv, queryText(body), &out); ok {
 			s.push(request{kind: protocol.MsgQuery})
 			return protocol.Query{String: q}.Encode(out)
@@ -151,7 +151,7 @@ func (s *Session) rewriteParse(srv *backend.Conn, f protocol.Frame, out []byte) 
 			f = protocol.Frame(protocol.Parse{Query: q, ParamOIDs: p.ParamOIDs}.Encode(nil))
 		}
 		s.unnamed = append(s.unnamed[:0], f...)
-		srv.UnnamedOwner = s.ID
+		s.unnamedHere = true
 		s.push(request{kind: protocol.MsgParse})
 		return append(out, f...)
 	}
@@ -184,8 +184,8 @@ func (s *Session) rewriteParse(srv *backend.Conn, f protocol.Frame, out []byte) 
 // injecting its Parse (answer swallowed) when it does not.
 func (s *Session) ensure(srv *backend.Conn, name []byte, out []byte) []byte {
 	if len(name) == 0 {
-		if srv.UnnamedOwner != s.ID && len(s.unnamed) > 0 {
-			srv.UnnamedOwner = s.ID
+		if !s.unnamedHere && len(s.unnamed) > 0 {
+			s.unnamedHere = true
 			s.push(request{kind: protocol.MsgParse, swallow: true})
 			s.pool.Stats.PreparedInjected.Add(1)
 			return append(out, s.unnamed...)
@@ -292,9 +292,9 @@ func (s *Session) answerLocked(srv *backend.Conn, typ byte, body []byte) (hide b
 			// Whatever protocol carried it, the client's statements are
 			// gone, and so is everything prepared on this server.
 			srv.Prepared.Clear()
-			srv.UnnamedOwner = 0
 			s.prep.Clear()
 			s.unnamed = s.unnamed[:0]
+			s.unnamedHere = false
 		}
 	case protocol.MsgErrorResponse:
 		if h.kind == protocol.MsgQuery || h.kind == protocol.MsgFunctionCall || h.kind == protocol.MsgSync {
@@ -334,7 +334,7 @@ func (s *Session) failed(srv *backend.Conn, r request) {
 		s.prep.Delete(r.name)
 	}
 	if r.stmt == nil && r.name == "" && !r.fake {
-		srv.UnnamedOwner = 0
+		s.unnamedHere = false
 	}
 }
 

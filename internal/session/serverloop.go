@@ -169,7 +169,6 @@ func (s *Session) giveBack(c *pooler.Conn) {
 			}
 			if strings.Contains(q, "DEALLOCATE ALL") || strings.Contains(q, "DISCARD ALL") {
 				conn.Prepared.Clear()
-				conn.UnnamedOwner = 0
 			}
 		}
 		conn.DirtySet, conn.DirtyPrepare, conn.DirtyCursor = false, false, false

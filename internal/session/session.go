@@ -93,14 +93,19 @@ type Session struct {
 
 	// Prepared statements in transaction mode (nil prep = pass through).
 	// Guarded by mu: the client loop writes, serverLoop reads the answers.
-	prep     *prepared.ClientMap
-	queue    []request
-	qhead    int
-	unnamed  []byte       // the client's last unnamed Parse, to re-inject
-	planSet  string       // SET search_path/role of the current transaction
-	wake     bool         // serverLoop must emit fake answers now
-	skipping bool         // after a server error: client messages up to Sync are skipped
-	fakes    atomic.Int32 // fake answers queued, read by serverLoop without mu
+	prep    *prepared.ClientMap
+	queue   []request
+	qhead   int
+	unnamed []byte // the client's last unnamed Parse, to re-inject
+	// unnamedHere: the attached server holds the client's unnamed
+	// statement because it was parsed there during this attachment.
+	// Between attachments anything (another client, our own cleanup or
+	// probe queries) may have replaced or destroyed it.
+	unnamedHere bool
+	planSet     string       // SET search_path/role of the current transaction
+	wake        bool         // serverLoop must emit fake answers now
+	skipping    bool         // after a server error: client messages up to Sync are skipped
+	fakes       atomic.Int32 // fake answers queued, read by serverLoop without mu
 
 	cancelPID, cancelSecret uint32
 	clientParams            map[string]string // what the client has been told
