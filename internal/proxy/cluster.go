@@ -51,7 +51,18 @@ type cluster struct {
 	current    *patroni.Topology
 	appliedSeq uint64
 	stale      bool
+	leaderOK   bool // the single leader of current is confirmed promoted
+
+	// promoted is the leader whose own /patroni confirmed it runs out of
+	// recovery; "" until then and whenever there is no single leader.
+	promoted string
+	// doubted is the leader last found unconfirmed, and since when.
+	doubted      string
+	doubtedSince time.Time
 }
+
+// leaderRecheck is how often an unconfirmed leader's own API is asked again.
+const leaderRecheck = 100 * time.Millisecond
 
 func newRun(e *env, name string, src source) (*watchRun, error) {
 	opts := patroni.ClientOptions{
@@ -102,29 +113,132 @@ func stopRun(r *watchRun) {
 func (c *cluster) loop(ctx context.Context, r *watchRun) {
 	t := c.env.clock.NewTicker(r.src.interval)
 	defer t.Stop()
+	var recheck patroni.Ticker
+	var recheckC <-chan time.Time
+	stopRecheck := func() {
+		if recheck != nil {
+			recheck.Stop()
+			recheck, recheckC = nil, nil
+		}
+	}
+	defer stopRecheck()
+	setRecheck := func(pending bool) {
+		switch {
+		case pending && recheck == nil:
+			recheck = c.env.clock.NewTicker(leaderRecheck)
+			recheckC = recheck.C()
+		case !pending:
+			stopRecheck()
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case top := <-r.watcher.Updates():
-			c.apply(r, top)
+			setRecheck(c.applyConfirmed(ctx, r, top))
+		case <-recheckC:
+			top := c.latest(r)
+			if top == nil {
+				stopRecheck()
+				continue
+			}
+			ok, pending := c.confirm(ctx, r, top)
+			if ok {
+				c.apply(r, top, true)
+			}
+			setRecheck(pending)
 		case <-t.C():
 			c.checkStale()
 		}
 	}
 }
 
+// latest is the topology applied last from run r, or nil.
+func (c *cluster) latest(r *watchRun) *patroni.Topology {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r != c.run {
+		return nil
+	}
+	return c.current
+}
+
+// applyConfirmed confirms top's leader and applies top; it reports whether
+// the leader is still unconfirmed and worth asking again.
+func (c *cluster) applyConfirmed(ctx context.Context, r *watchRun, top *patroni.Topology) (pending bool) {
+	ok, pending := c.confirm(ctx, r, top)
+	c.apply(r, top, ok)
+	return pending
+}
+
+// confirm reports whether the single serving leader of top is known to run
+// out of recovery. /cluster names a member leader once it holds the leader
+// key; in a switchover that comes a few hundred milliseconds before its
+// postgres is promoted, and a write routed there fails with "cannot execute
+// INSERT in a read-only transaction". So a leader is trusted only after its
+// own GET /patroni says role master/primary (Patroni derives that role from
+// pg_is_in_recovery() on each request); the answer is remembered until the
+// leader changes. A member without api_url cannot be asked and is trusted.
+// pending is true while a single leader exists but is not confirmed.
+func (c *cluster) confirm(ctx context.Context, r *watchRun, top *patroni.Topology) (ok, pending bool) {
+	leaders := top.Cluster.Leaders()
+	c.mu.Lock()
+	if len(leaders) != 1 || !leaders[0].Serving() {
+		c.promoted = ""
+		c.mu.Unlock()
+		return false, false
+	}
+	l := leaders[0]
+	known := c.promoted == l.Name
+	c.mu.Unlock()
+	if known || l.APIURL == "" {
+		return true, false
+	}
+	st, err := r.client.FetchMemberStatus(ctx, l.APIURL)
+	result := "promoted"
+	switch {
+	case err != nil:
+		result = "error"
+	case !st.Primary():
+		result = "in_recovery"
+	}
+	c.env.metrics.LeaderChecks.WithLabelValues(c.name, result).Inc()
+	now := c.env.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if result == "promoted" {
+		c.promoted = l.Name
+		fields := []zap.Field{zap.String("cluster", c.name), zap.String("leader", l.Name)}
+		if c.doubted == l.Name {
+			fields = append(fields, zap.Duration("waited", now.Sub(c.doubtedSince)))
+		}
+		c.doubted = ""
+		c.env.log.Info("leader confirmed out of recovery by its own Patroni API; write ports open", fields...)
+		return true, false
+	}
+	if c.doubted != l.Name {
+		c.doubted, c.doubtedSince = l.Name, now
+		c.env.log.Warn("patroni names a leader that its own API does not (yet) confirm as promoted; "+
+			"write ports refuse new connections until it does",
+			zap.String("cluster", c.name), zap.String("leader", l.Name), zap.String("role", st.Role),
+			zap.String("state", string(st.State)), zap.Error(err))
+	}
+	return false, ctx.Err() == nil
+}
+
 // apply installs top (from run r) on every port, unless r is no longer the
 // cluster's watcher or a newer topology of r has been applied already.
-func (c *cluster) apply(r *watchRun, top *patroni.Topology) {
+// leaderOK says whether top's single leader is confirmed promoted.
+func (c *cluster) apply(r *watchRun, top *patroni.Topology, leaderOK bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r != c.run || top.Seq < c.appliedSeq {
 		return
 	}
-	c.current, c.appliedSeq = top, top.Seq
+	c.current, c.appliedSeq, c.leaderOK = top, top.Seq, leaderOK
 	for _, p := range c.ports {
-		p.applyPlan(NewPlan(top.Cluster, p.getSpec()), top.FetchedAt)
+		p.applyPlan(NewPlan(top.Cluster, p.getSpec(), leaderOK), top.FetchedAt)
 	}
 	m := c.env.metrics
 	m.Updates.WithLabelValues(c.name).Inc()
@@ -150,7 +264,7 @@ func (c *cluster) attach(name string, p *port) {
 	}
 	c.ports[name] = p
 	if c.current != nil {
-		p.applyPlan(NewPlan(c.current.Cluster, p.getSpec()), c.current.FetchedAt)
+		p.applyPlan(NewPlan(c.current.Cluster, p.getSpec(), c.leaderOK), c.current.FetchedAt)
 	}
 }
 
@@ -208,6 +322,6 @@ func (c *cluster) refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", c.name, err)
 	}
-	c.apply(r, top)
+	c.applyConfirmed(ctx, r, top)
 	return nil
 }

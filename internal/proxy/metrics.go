@@ -18,6 +18,7 @@ type Metrics struct {
 	PatroniErrors     *prometheus.CounterVec // cluster, url
 	Members           *prometheus.GaugeVec   // cluster, role, state
 	Leaders           *prometheus.GaugeVec   // cluster
+	LeaderChecks      *prometheus.CounterVec // cluster, result
 	TopologyAge       *prometheus.GaugeVec   // cluster
 	TopologyStale     *prometheus.GaugeVec   // cluster
 	ReloadSuccessful  prometheus.Gauge
@@ -49,6 +50,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		PatroniErrors:     cv("patroni_request_errors_total", "Failed GET /cluster requests per Patroni URL.", "cluster", "url"),
 		Members:           gv("members", "Members in the last topology, by Patroni role and state.", "cluster", "role", "state"),
 		Leaders:           gv("leaders", "Members with role leader in the last topology (1 is the only healthy value).", "cluster"),
+		LeaderChecks:      cv("leader_checks_total", "Asks to a new leader's own /patroni whether it left recovery, by result (promoted, in_recovery, error).", "cluster", "result"),
 		TopologyAge:       gv("topology_age_seconds", "Age of the last applied topology.", "cluster"),
 		TopologyStale:     gv("topology_stale", "1 while the topology is older than max_topology_age (new connections refused).", "cluster"),
 		ReloadSuccessful:  prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "config_last_reload_successful", Help: "Whether the last configuration reload succeeded."}),

@@ -16,14 +16,15 @@ type Reason string
 
 // Reasons.
 const (
-	ReasonNone            Reason = ""
-	ReasonNoTopology      Reason = "no_topology"      // no successful /cluster fetch yet
-	ReasonStaleTopology   Reason = "stale_topology"   // last fetch older than max_topology_age
-	ReasonNoLeader        Reason = "no_leader"        // write port: no serving leader
-	ReasonMultipleLeaders Reason = "multiple_leaders" // write port: more than one leader
-	ReasonNoBackends      Reason = "no_backends"      // nothing eligible
-	ReasonConnectFailed   Reason = "connect_failed"   // every eligible backend failed to connect
-	ReasonShutdown        Reason = "shutdown"
+	ReasonNone             Reason = ""
+	ReasonNoTopology       Reason = "no_topology"        // no successful /cluster fetch yet
+	ReasonStaleTopology    Reason = "stale_topology"     // last fetch older than max_topology_age
+	ReasonNoLeader         Reason = "no_leader"          // write port: no serving leader
+	ReasonMultipleLeaders  Reason = "multiple_leaders"   // write port: more than one leader
+	ReasonLeaderInRecovery Reason = "leader_in_recovery" // write port: the leader's own API has not confirmed promotion
+	ReasonNoBackends       Reason = "no_backends"        // nothing eligible
+	ReasonConnectFailed    Reason = "connect_failed"     // every eligible backend failed to connect
+	ReasonShutdown         Reason = "shutdown"
 
 	ReasonMemberGone  Reason = "member_gone"  // not in /cluster any more
 	ReasonRoleLost    Reason = "role_lost"    // role no longer served by the port
@@ -116,8 +117,11 @@ func (p Plan) CutReason(addr string) Reason {
 // is not exceeded. It is eligible for new connections when kept, not tagged
 // noloadbalance and its lag is known when a limit is set. A write port (roles
 // include leader) refuses new connections unless exactly one leader exists
-// and it serves; an "any" port then simply leaves the leader out.
-func NewPlan(c *patroni.Cluster, spec PortSpec) Plan {
+// and it serves; an "any" port then simply leaves the leader out. A write
+// port also refuses while leaderPromoted is false: /cluster names a member
+// leader as soon as it holds the leader key, before its postgres leaves
+// recovery, and only the member's own /patroni tells (see cluster.confirm).
+func NewPlan(c *patroni.Cluster, spec PortSpec, leaderPromoted bool) Plan {
 	p := Plan{Keep: map[string]bool{}, Drop: map[string]Reason{}}
 	if c == nil {
 		p.Refuse = ReasonNoTopology
@@ -155,6 +159,8 @@ func NewPlan(c *patroni.Cluster, spec PortSpec) Plan {
 		p.Refuse = ReasonMultipleLeaders
 	case spec.WritePort() && !oneLeader:
 		p.Refuse = ReasonNoLeader
+	case spec.WritePort() && !leaderPromoted:
+		p.Refuse = ReasonLeaderInRecovery
 	case len(p.Eligible) == 0:
 		p.Refuse = ReasonNoBackends
 	}

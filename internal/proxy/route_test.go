@@ -120,7 +120,7 @@ func TestNewPlan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			p := NewPlan(&patroni.Cluster{Members: tt.members}, tt.spec)
+			p := NewPlan(&patroni.Cluster{Members: tt.members}, tt.spec, true)
 			require.Equal(t, tt.refuse, p.Refuse)
 			if tt.eligible == nil {
 				tt.eligible = []string{}
@@ -159,7 +159,7 @@ func TestNewPlanFixtures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			t.Parallel()
-			p := NewPlan(fixture(t, tt.file), tt.spec)
+			p := NewPlan(fixture(t, tt.file), tt.spec, true)
 			require.Equal(t, tt.refuse, p.Refuse)
 			if tt.eligible != nil {
 				require.Equal(t, tt.eligible, addrs(p.Eligible))
@@ -172,5 +172,27 @@ func TestNewPlanFixtures(t *testing.T) {
 
 func TestNewPlanNilCluster(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, ReasonNoTopology, NewPlan(nil, spec(leader)).Refuse)
+	require.Equal(t, ReasonNoTopology, NewPlan(nil, spec(leader), true).Refuse)
+}
+
+// TestNewPlanLeaderInRecovery: while the leader's own API has not confirmed
+// its promotion, a write port refuses new connections but cuts none, and a
+// port for any role still sends reads to it.
+func TestNewPlanLeaderInRecovery(t *testing.T) {
+	t.Parallel()
+	L := mem("n1", patroni.RoleLeader, patroni.StateRunning, 1)
+	S := mem("n2", patroni.RoleSyncStandby, patroni.StateStreaming, 2)
+	c := &patroni.Cluster{Members: []patroni.Member{L, S}}
+
+	w := NewPlan(c, spec(leader), false)
+	require.Equal(t, ReasonLeaderInRecovery, w.Refuse)
+	require.Equal(t, map[string]bool{"127.0.0.1:1": true}, w.Keep)
+	require.Equal(t, ReasonNone, NewPlan(c, spec(leader), true).Refuse)
+
+	a := NewPlan(c, spec(anyR), false)
+	require.Equal(t, ReasonNone, a.Refuse)
+	require.Equal(t, []string{"127.0.0.1:1", "127.0.0.1:2"}, addrs(a.Eligible))
+
+	// With no leader at all the older reason wins.
+	require.Equal(t, ReasonNoLeader, NewPlan(&patroni.Cluster{Members: []patroni.Member{S}}, spec(leader), false).Refuse)
 }

@@ -1,0 +1,74 @@
+package patroni
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// MemberStatus is the part of a member's own GET /patroni answer that says
+// what its postgres really is. Patroni derives Role from pg_is_in_recovery()
+// on every request ("replica" while in recovery, "master" or, from 3.x on,
+// "primary" after promotion), whereas /cluster names a member leader as soon
+// as it holds the leader key, which in a switchover comes before promotion.
+type MemberStatus struct {
+	Role     string // "master", "primary", "replica", "standby_leader", ...
+	State    State
+	Timeline int // 0 when absent
+	// ClusterUnlocked is true when the member saw no leader key.
+	ClusterUnlocked bool
+}
+
+// Primary reports whether postgres on the member runs out of recovery.
+func (s MemberStatus) Primary() bool {
+	return (s.Role == "master" || s.Role == "primary") && s.State == StateRunning
+}
+
+type memberStatusJSON struct {
+	Role            string          `json:"role"`
+	State           string          `json:"state"`
+	Timeline        json.RawMessage `json:"timeline"`
+	ClusterUnlocked bool            `json:"cluster_unlocked"`
+}
+
+// ParseMemberStatus decodes a /patroni body.
+func ParseMemberStatus(body []byte) (MemberStatus, error) {
+	var j memberStatusJSON
+	if err := json.Unmarshal(body, &j); err != nil {
+		return MemberStatus{}, fmt.Errorf("parse patroni member status: %w", err)
+	}
+	if j.Role == "" {
+		return MemberStatus{}, fmt.Errorf("parse patroni member status: no role")
+	}
+	s := MemberStatus{Role: j.Role, State: State(j.State), ClusterUnlocked: j.ClusterUnlocked}
+	tl, err := jsonInt(j.Timeline, false)
+	if err != nil {
+		return MemberStatus{}, fmt.Errorf("parse patroni member status: timeline: %w", err)
+	}
+	s.Timeline = tl
+	return s, nil
+}
+
+// FetchMemberStatus sends GET <api>/patroni to one member; api is the
+// member's api_url from /cluster (with or without the /patroni suffix). Any
+// HTTP status other than 200 is an error (Patroni answers /patroni with 200
+// whenever it runs). The request is bounded by the client's Timeout and
+// reported to the observer under the member's base URL.
+func (c *Client) FetchMemberStatus(ctx context.Context, api string) (st MemberStatus, err error) {
+	base, err := NormalizeURL(api)
+	if err != nil {
+		return MemberStatus{}, fmt.Errorf("fetch member status: %w", err)
+	}
+	start := time.Now()
+	if c.observer != nil {
+		defer func() { c.observer.OnRequest(base, time.Since(start), err) }()
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	body, err := c.get(ctx, base+"/patroni")
+	if err != nil {
+		return MemberStatus{}, fmt.Errorf("fetch member status: %w", err)
+	}
+	return ParseMemberStatus(body)
+}

@@ -1,0 +1,112 @@
+package patroni_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doorman-go/doorman/internal/patroni"
+)
+
+// TestFixtureMemberStatus: every /patroni body captured from Patroni 3.0.2
+// parses, and Primary() holds exactly for the member that /cluster of the
+// same snapshot lists as a running leader.
+func TestFixtureMemberStatus(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join(fixtureDir, "*", "snapshot.json"))
+	require.NoError(t, err)
+	more, err := filepath.Glob(filepath.Join(fixtureDir, "timing_rerun", "*", "snapshot.json"))
+	require.NoError(t, err)
+	files = append(files, more...)
+	require.NotEmpty(t, files)
+	parsed, primaries := 0, 0
+	for _, f := range files {
+		rel, err := filepath.Rel(fixtureDir, f)
+		require.NoError(t, err)
+		var snap struct {
+			Nodes map[string]struct {
+				Patroni struct {
+					Body       json.RawMessage `json:"body"`
+					HTTPStatus int             `json:"http_status"`
+				} `json:"patroni"`
+			} `json:"nodes"`
+		}
+		require.NoError(t, json.Unmarshal(readFixture(t, rel), &snap))
+		cluster := parseFixture(t, filepath.Join(filepath.Dir(rel), "cluster.json"))
+		for name, n := range snap.Nodes {
+			if n.Patroni.HTTPStatus != http.StatusOK {
+				continue
+			}
+			st, err := patroni.ParseMemberStatus(n.Patroni.Body)
+			require.NoError(t, err, "%s %s", rel, name)
+			parsed++
+			m, ok := cluster.Member(name)
+			want := ok && m.Role == patroni.RoleLeader && m.State == patroni.StateRunning
+			require.Equal(t, want, st.Primary(), "%s %s: %+v", rel, name, st)
+			if st.Primary() {
+				primaries++
+				require.Positive(t, st.Timeline, "%s %s", rel, name)
+			}
+		}
+	}
+	require.Greater(t, parsed, 30)
+	require.Greater(t, primaries, 10)
+}
+
+func TestParseMemberStatus(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		body    string
+		primary bool
+		err     bool
+	}{
+		{body: `{"role":"master","state":"running","timeline":3}`, primary: true},
+		{body: `{"role":"primary","state":"running","timeline":3}`, primary: true},
+		{body: `{"role":"replica","state":"running","timeline":2}`},
+		{body: `{"role":"master","state":"stopped","cluster_unlocked":true}`},
+		{body: `{"role":"master","state":"starting"}`},
+		{body: `{"role":"standby_leader","state":"running"}`},
+		{body: `{"state":"running"}`, err: true},
+		{body: `{"role":"master","state":"running","timeline":"x"}`, err: true},
+		{body: `[`, err: true},
+	} {
+		st, err := patroni.ParseMemberStatus([]byte(tt.body))
+		if tt.err {
+			require.Error(t, err, tt.body)
+			continue
+		}
+		require.NoError(t, err, tt.body)
+		require.Equal(t, tt.primary, st.Primary(), tt.body)
+	}
+}
+
+func TestFetchMemberStatus(t *testing.T) {
+	t.Parallel()
+	body := `{"role":"replica","state":"running"}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/patroni" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	c, err := patroni.NewClient([]string{"http://127.0.0.1:1"}, patroni.ClientOptions{Retries: -1})
+	require.NoError(t, err)
+	defer c.CloseIdleConnections()
+	for _, api := range []string{srv.URL + "/patroni", srv.URL, srv.URL + "/"} {
+		st, err := c.FetchMemberStatus(context.Background(), api)
+		require.NoError(t, err, api)
+		require.Equal(t, "replica", st.Role)
+		require.False(t, st.Primary())
+	}
+	_, err = c.FetchMemberStatus(context.Background(), "http://127.0.0.1:1/patroni")
+	require.Error(t, err)
+	_, err = c.FetchMemberStatus(context.Background(), "::not a url")
+	require.Error(t, err)
+}
