@@ -196,6 +196,7 @@ func allPoolSeries() []poolSeries {
 		counter(scalingTotalDesc, "anticipation_wakes_timeout", func(s *poolSnapshot) float64 { return float64(s.conns.AnticipationTimeout) }),
 		counter(scalingTotalDesc, "create_fallback", func(s *poolSnapshot) float64 { return float64(s.conns.CreateFallback) }),
 		counter(scalingTotalDesc, "replenish_deferred", func(s *poolSnapshot) float64 { return float64(s.conns.ReplenishDeferred) }),
+		counter(scalingTotalDesc, "coordinator_permit_waits", func(s *poolSnapshot) float64 { return float64(s.conns.PermitWaits) }),
 		gauge(xactPercentileDesc, "50", func(s *poolSnapshot) float64 { return s.xactPct[0] }),
 		gauge(xactPercentileDesc, "90", func(s *poolSnapshot) float64 { return s.xactPct[1] }),
 		gauge(xactPercentileDesc, "95", func(s *poolSnapshot) float64 { return s.xactPct[2] }),

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -79,9 +80,12 @@ func (p *Pool[T]) Replenish(ctx context.Context) (created int, deferred bool, er
 		}
 		p.total++
 		p.creating++
-		p.counters.CreatesStarted++
 		p.mu.Unlock()
-		c, err := p.create(ctx)
+		c, err := p.create(ctx, nil, permitTryOnly)
+		if errors.Is(err, errNoPermit) {
+			p.count(func(c *Counters) { c.ReplenishDeferred++ })
+			return created, true, nil // the database is at its limit
+		}
 		if err != nil {
 			return created, false, err
 		}

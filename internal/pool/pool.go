@@ -61,6 +61,13 @@ type Options[T Resource] struct {
 	// connect fails. A permit that also implements Upgrader is offered an
 	// upgrade by Retain while its connection is idle.
 	Permit func(ctx context.Context) (Permit, error)
+	// TryPermit, when set with Permit, is the coordinator's non-blocking
+	// fast path, asked first inside the burst-gate slot. When it fails the
+	// pool gives the slot back, waits in Permit, and takes a slot again
+	// with the permit in hand, so a caller waiting for an eviction or a
+	// neighbour's return does not hold up this pool's other connects.
+	// Replenish uses TryPermit alone.
+	TryPermit func() (Permit, bool)
 	// OnIdleReturn is called after a connection went back to the idle set.
 	OnIdleReturn func()
 	// Alive is a cheap, non-blocking liveness test of a connection that
@@ -83,6 +90,11 @@ type waiter[T Resource] struct {
 	elem     *list.Element
 	createOK bool // may be granted a create slot (warm zone, or anticipation over)
 	fallback bool // anticipation timed out before it became eligible
+	// createOnly: no longer offered returned connections while the pool has
+	// room; it waits for a burst-gate slot only (gate budget spent, or it
+	// holds a coordinator permit already).
+	createOnly bool
+	permit     Permit // taken before queueing for a slot; nil mostly
 }
 
 // Pool is a FIFO pool of connections with direct handoff. The zero value is
@@ -94,6 +106,7 @@ type Pool[T Resource] struct {
 	jitter  func() float64
 	xactP99 func() time.Duration
 	permit  func(ctx context.Context) (Permit, error)
+	tryPerm func() (Permit, bool)
 	alive   func(T) bool
 
 	onIdleReturn func()
@@ -130,7 +143,8 @@ type Counters struct {
 	// Pool pressure (SHOW POOL_SCALING, pg_doorman_pool_scaling_total).
 	CreatesStarted      uint64 // connects begun
 	GateWaits           uint64 // acquires that found the burst gate full
-	GateBudgetExhausted uint64 // waits at a full gate longer than the adaptive budget
+	GateBudgetExhausted uint64 // waits at a full gate longer than the adaptive budget (then create-only)
+	PermitWaits         uint64 // connects that gave the gate slot back to wait for a coordinator permit
 	FastSpinHits        uint64 // idle connection caught by the anticipation spin
 	AnticipationNotify  uint64 // anticipation ended by a returned connection
 	AnticipationTimeout uint64 // anticipation deadline passed without one
@@ -162,7 +176,7 @@ func New[T Resource](o Options[T]) *Pool[T] {
 		o.XactP99 = func() time.Duration { return 0 }
 	}
 	p := &Pool[T]{connect: o.Connect, check: o.Check, now: o.Now, jitter: o.Jitter, xactP99: o.XactP99,
-		permit: o.Permit, onIdleReturn: o.OnIdleReturn, alive: o.Alive, cfg: normalize(o.Config)}
+		permit: o.Permit, tryPerm: o.TryPermit, onIdleReturn: o.OnIdleReturn, alive: o.Alive, cfg: normalize(o.Config)}
 	p.resume = make(chan struct{})
 	return p
 }
@@ -211,7 +225,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Conn[T], error) {
 			continue
 		}
 		if create {
-			return p.create(ctx)
+			return p.create(ctx, nil, permitJIT)
 		}
 		if w == nil { // paused
 			if err := p.waitResume(ctx); err != nil {
@@ -277,7 +291,6 @@ func (p *Pool[T]) tryAcquire() (c *Conn[T], create bool, w *waiter[T], err error
 	if warm && p.total < p.cfg.MaxSize && p.creating < p.cfg.MaxParallelCreates {
 		p.total++
 		p.creating++
-		p.counters.CreatesStarted++
 		return nil, true, nil, nil
 	}
 	if p.creating >= p.cfg.MaxParallelCreates {
@@ -311,9 +324,8 @@ func (p *Pool[T]) TryCreate(ctx context.Context) (*Conn[T], error) {
 	}
 	p.total++
 	p.creating++
-	p.counters.CreatesStarted++
 	p.mu.Unlock()
-	return p.create(ctx)
+	return p.create(ctx, nil, permitJIT)
 }
 
 // ErrNoWait is TryCreate's answer when it would have to wait.
@@ -410,34 +422,52 @@ func (p *Pool[T]) abandon(w *waiter[T]) {
 	}
 }
 
-func (p *Pool[T]) create(ctx context.Context) (*Conn[T], error) {
-	var permit Permit
-	var v T
-	var err error
-	if p.permit != nil {
-		permit, err = p.permit(ctx)
-	}
-	permitRefused := err != nil
-	if err == nil {
-		v, err = p.connect(ctx)
-		if err != nil && permit != nil {
-			permit.Release()
-			permit = nil
+// permitMode says how create gets a coordinator permit.
+type permitMode int
+
+const (
+	// permitJIT: the fast path inside the burst-gate slot, else the slot
+	// is given back while the coordinator waits (phases R to E).
+	permitJIT permitMode = iota
+	// permitTryOnly: the fast path only; replenish gives up at the limit.
+	permitTryOnly
+)
+
+// errNoPermit ends a permitTryOnly create when the database is at its limit.
+var errNoPermit = errors.New("no database permit without waiting")
+
+// create connects inside a burst-gate slot the caller holds (total and
+// creating already counted for it). With a coordinator the permit is taken
+// just in time, here in the slot; permit is non-nil when the caller got one
+// already.
+func (p *Pool[T]) create(ctx context.Context, permit Permit, mode permitMode) (*Conn[T], error) {
+	if p.permit != nil && permit == nil {
+		switch pm, ok := p.tryPermitFast(); {
+		case ok:
+			permit = pm
+		case mode == permitTryOnly:
+			return nil, p.createFailed(errNoPermit)
+		case p.tryPerm != nil:
+			return p.createAfterPermit(ctx)
+		default: // no fast path configured: wait in the slot
+			pm, err := p.permit(ctx)
+			if err != nil {
+				return nil, p.createFailed(err) // the coordinator's own error
+			}
+			permit = pm
 		}
+	}
+	p.count(func(c *Counters) { c.CreatesStarted++ })
+	v, err := p.connect(ctx)
+	if err != nil {
+		if permit != nil {
+			permit.Release()
+		}
+		return nil, p.createFailed(fmt.Errorf("connect: %w", err))
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.creating--
-	if err != nil {
-		p.total--
-		p.counters.CreateErrors++
-		p.grantCreatesLocked()
-		p.signalDrainedLocked()
-		if permitRefused {
-			return nil, err // the coordinator's own error (exhausted, timeout)
-		}
-		return nil, fmt.Errorf("connect: %w", err)
-	}
 	p.counters.Created++
 	now := p.now()
 	c := &Conn[T]{Value: v, pool: p, createdAt: now, returnedAt: now, epoch: p.epoch, state: stateBusy, permit: permit}
@@ -454,6 +484,65 @@ func (p *Pool[T]) create(ctx context.Context) (*Conn[T], error) {
 		return nil, ErrClosed
 	}
 	return c, nil
+}
+
+func (p *Pool[T]) tryPermitFast() (Permit, bool) {
+	if p.tryPerm == nil {
+		return nil, false
+	}
+	return p.tryPerm()
+}
+
+// createFailed gives back the caller's slot after a failed create.
+func (p *Pool[T]) createFailed(err error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.leaveSlotLocked()
+	if !errors.Is(err, errNoPermit) {
+		p.counters.CreateErrors++
+	}
+	return err
+}
+
+func (p *Pool[T]) leaveSlotLocked() {
+	p.creating--
+	p.total--
+	p.grantCreatesLocked()
+	p.signalDrainedLocked()
+}
+
+// createAfterPermit is the coordinator's slow path. Waiting for a permit
+// (reserve, eviction, a neighbour's return) can take up to
+// reserve_pool_timeout; the burst-gate slot is given back meanwhile so that
+// the pool's other connects go on, and taken again, first in line, with
+// the permit in hand. A connection returned in the meantime is taken
+// instead when the pool is full, and the permit is released.
+func (p *Pool[T]) createAfterPermit(ctx context.Context) (*Conn[T], error) {
+	p.mu.Lock()
+	p.leaveSlotLocked()
+	p.counters.PermitWaits++
+	p.mu.Unlock()
+	pm, err := p.permit(ctx)
+	if err != nil {
+		p.count(func(c *Counters) { c.CreateErrors++ })
+		return nil, err // the coordinator's own error (exhausted, timeout)
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		pm.Release()
+		return nil, ErrClosed
+	}
+	if !p.paused && p.total < p.cfg.MaxSize && p.creating < p.cfg.MaxParallelCreates {
+		p.total++
+		p.creating++
+		p.mu.Unlock()
+		return p.create(ctx, pm, permitJIT)
+	}
+	w := &waiter[T]{ch: make(chan grant[T], 1), since: p.now(), createOK: true, createOnly: true, permit: pm}
+	w.elem = p.waiters.PushFront(w)
+	p.mu.Unlock()
+	return p.wait(ctx, w)
 }
 
 func jittered(d time.Duration, f func() float64) time.Duration {
@@ -473,21 +562,27 @@ func (p *Pool[T]) grantCreatesLocked() {
 			w.elem = nil
 			p.total++
 			p.creating++
-			p.counters.CreatesStarted++
 			w.ch <- grant[T]{create: true}
 		}
 		e = next
 	}
 }
 
+// popWaiterLocked takes the oldest waiter that accepts a returned
+// connection: while the pool has room, create-only waiters are passed over
+// (they get the next burst-gate slot instead).
 func (p *Pool[T]) popWaiterLocked() *waiter[T] {
-	e := p.waiters.Front()
-	if e == nil {
-		return nil
+	room := p.total < p.cfg.MaxSize
+	for e := p.waiters.Front(); e != nil; e = e.Next() {
+		w := e.Value.(*waiter[T])
+		if w.createOnly && room {
+			continue
+		}
+		p.waiters.Remove(e)
+		w.elem = nil
+		return w
 	}
-	w := p.waiters.Remove(e).(*waiter[T])
-	w.elem = nil
-	return w
+	return nil
 }
 
 // Release hands a healthy, clean connection back: to the oldest waiter if

@@ -216,11 +216,13 @@ func TestLifetimeAndIdleTimeout(t *testing.T) {
 		served  bool
 		advance time.Duration
 		closed  int
+		// counter expected to count the closure
+		idleExpired, lifetimeClosed uint64
 	}{
-		{"idle timeout closes a served connection", Config{IdleTimeout: time.Minute}, true, 2 * time.Minute, 1},
-		{"idle timeout spares a warmed connection", Config{IdleTimeout: time.Minute, MinSize: 1}, false, 2 * time.Minute, 0},
-		{"lifetime closes a warmed connection", Config{Lifetime: time.Minute, MinSize: 1}, false, 2 * time.Minute, 1},
-		{"young connection stays", Config{IdleTimeout: time.Minute, Lifetime: time.Hour}, true, 30 * time.Second, 0},
+		{"idle timeout closes a served connection", Config{IdleTimeout: time.Minute}, true, 2 * time.Minute, 1, 1, 0},
+		{"idle timeout spares a warmed connection", Config{IdleTimeout: time.Minute, MinSize: 1}, false, 2 * time.Minute, 0, 0, 0},
+		{"lifetime closes a warmed connection", Config{Lifetime: time.Minute, MinSize: 1}, false, 2 * time.Minute, 1, 0, 1},
+		{"young connection stays", Config{IdleTimeout: time.Minute, Lifetime: time.Hour}, true, 30 * time.Second, 0, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -240,7 +242,10 @@ func TestLifetimeAndIdleTimeout(t *testing.T) {
 			}
 			clk.Advance(tt.advance)
 			require.Equal(t, tt.closed, p.Retain(-1))
-			require.Equal(t, 1-tt.closed, p.Stats().Idle)
+			s := p.Stats()
+			require.Equal(t, 1-tt.closed, s.Idle)
+			require.Equal(t, tt.idleExpired, s.IdleExpired)
+			require.Equal(t, tt.lifetimeClosed, s.LifetimeClosed)
 		})
 	}
 }
@@ -308,6 +313,7 @@ func TestIdleCheckFailureStartsNewEpoch(t *testing.T) {
 	require.NotSame(t, c, c3, "the failed probe discarded the old connection")
 	require.EqualValues(t, 1, checks.Load())
 	require.EqualValues(t, 1, p.Stats().Epoch)
+	require.EqualValues(t, 1, p.Stats().CheckFailures)
 	p.Release(c3)
 }
 

@@ -7,8 +7,11 @@ import (
 
 // wait blocks a queued acquire until it is handed a connection or a create
 // slot. A waiter in the anticipation zone is not eligible for a create slot
-// until its adaptive deadline passes; then it competes for the gate, and a
-// wait at the full gate longer than the adaptive budget is counted.
+// until its adaptive deadline passes; then it competes for the gate, taking
+// a returned connection if one comes first. Once it has waited at a full
+// gate longer than the adaptive budget it stops taking returned connections
+// and waits for a slot only, so that a pool fed by handoffs still grows
+// (burst_gate_budget_exhausted).
 func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (*Conn[T], error) {
 	anticipating := !w.createOK
 	var deadline <-chan time.Time
@@ -26,13 +29,19 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (*Conn[T], error) {
 		select {
 		case g := <-w.ch:
 			if g.err != nil {
+				if w.permit != nil {
+					w.permit.Release()
+				}
 				return nil, g.err
 			}
 			if g.create {
 				if w.fallback {
 					p.count(func(c *Counters) { c.CreateFallback++ })
 				}
-				return p.create(ctx)
+				return p.create(ctx, w.permit, permitJIT)
+			}
+			if w.permit != nil { // a returned connection came first
+				w.permit.Release()
 			}
 			if anticipating && deadline != nil {
 				p.count(func(c *Counters) { c.AnticipationNotify++ })
@@ -46,9 +55,12 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (*Conn[T], error) {
 			budget = t.C
 		case <-budget:
 			budget = nil
-			p.count(func(c *Counters) { c.GateBudgetExhausted++ })
+			p.budgetSpent(w)
 		case <-ctx.Done():
 			p.abandon(w)
+			if w.permit != nil {
+				w.permit.Release()
+			}
 			return nil, ctx.Err()
 		}
 	}
@@ -58,6 +70,19 @@ func (p *Pool[T]) count(f func(*Counters)) {
 	p.mu.Lock()
 	f(&p.counters)
 	p.mu.Unlock()
+}
+
+// budgetSpent turns a waiter that found the burst gate full for longer than
+// the gate budget into a create-only waiter. A waiter held up by the pool
+// size rather than the gate keeps taking returned connections.
+func (p *Pool[T]) budgetSpent(w *waiter[T]) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w.elem == nil || p.total >= p.cfg.MaxSize {
+		return // granted already, or the gate is not what it waits for
+	}
+	p.counters.GateBudgetExhausted++
+	w.createOnly = true
 }
 
 // anticipationOver makes a waiter whose anticipation deadline passed
@@ -134,7 +159,7 @@ func (p *Pool[T]) maybePrereplaceLocked(c *Conn[T], now time.Time) {
 }
 
 func (p *Pool[T]) prereplace() {
-	c, err := p.create(context.Background())
+	c, err := p.create(context.Background(), nil, permitJIT)
 	p.mu.Lock()
 	p.prereplacing--
 	p.mu.Unlock()

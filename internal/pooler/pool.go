@@ -72,6 +72,7 @@ func newPool(s *Settings, reg *Registry) *Pool {
 		Check:        check,
 		XactP99:      p.xactP99.get,
 		Permit:       p.permit,
+		TryPermit:    p.tryPermit,
 		OnIdleReturn: p.idleReturned,
 		Alive:        (*backend.Conn).Alive,
 	})
@@ -295,6 +296,20 @@ func (p *Pool) permit(ctx context.Context) (pool.Permit, error) {
 		return nil, err
 	}
 	return pm, nil
+}
+
+// tryPermit is the coordinator's fast path (phase A): a free main slot or
+// nothing. Without a coordinator no permit is needed.
+func (p *Pool) tryPermit() (pool.Permit, bool) {
+	u := p.coord.Load()
+	if u == nil {
+		return nil, true
+	}
+	pm, ok := u.TryAcquire()
+	if !ok {
+		return nil, false
+	}
+	return pm, true
 }
 
 func (p *Pool) idleReturned() {

@@ -1,0 +1,336 @@
+package pool
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A waiter at a full burst gate takes a connection returned before its gate
+// budget is spent (direct handoff has priority).
+func TestGateWaiterTakesReturnWithinBudget(t *testing.T) {
+	cn := &connector{}
+	p := pressurePool(t, Config{MaxSize: 4, MaxParallelCreates: 1, WarmRatio: 100}, cn, time.Hour) // budget 500 ms
+	c1, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	gate := make(chan struct{})
+	cn.mu.Lock()
+	cn.gate = gate
+	cn.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Go(func() { // B: connects, held at the connector
+		c, err := p.Acquire(context.Background())
+		if err == nil {
+			p.Release(c)
+		}
+	})
+	waitFor(t, func() bool { return p.Stats().Creating == 1 })
+	got := make(chan *Conn[*fakeConn], 1)
+	wg.Go(func() { // C: finds the gate full
+		c, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		got <- c
+	})
+	waitFor(t, func() bool { return p.Stats().Waiting == 1 })
+	p.Release(c1)
+	c := <-got
+	require.Same(t, c1, c)
+	require.Zero(t, p.Stats().GateBudgetExhausted)
+	p.Release(c)
+	close(gate)
+	wg.Wait()
+}
+
+// Once the gate budget is spent (p99 1 ms: budget 20 ms) the waiter stops
+// taking returned connections and gets the next gate slot, so the pool
+// grows instead of living on handoffs at its warm threshold.
+func TestGateBudgetSpentWaiterCreates(t *testing.T) {
+	cn := &connector{}
+	p := pressurePool(t, Config{MaxSize: 4, MaxParallelCreates: 1, WarmRatio: 100}, cn, time.Millisecond)
+	c1, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	gate := make(chan struct{})
+	cn.mu.Lock()
+	cn.gate = gate
+	cn.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		c, err := p.Acquire(context.Background())
+		if err == nil {
+			p.Release(c)
+		}
+	})
+	waitFor(t, func() bool { return p.Stats().Creating == 1 })
+	got := make(chan *Conn[*fakeConn], 1)
+	wg.Go(func() {
+		c, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		got <- c
+	})
+	waitFor(t, func() bool { return p.Stats().GateBudgetExhausted == 1 })
+	p.Release(c1)
+	s := p.Stats()
+	require.Equal(t, 1, s.Idle, "the returned connection is not handed to a create-only waiter")
+	require.Equal(t, 1, s.Waiting)
+	close(gate) // B's connect ends; its slot goes to C
+	c := <-got
+	require.NotSame(t, c1, c)
+	require.Equal(t, 3, c.Value.id, "C connected")
+	p.Release(c)
+	wg.Wait()
+}
+
+// A waiter held up by the pool size, not the gate, keeps taking returned
+// connections after its budget: no slot could ever come for it.
+func TestGateBudgetIgnoredAtPoolSize(t *testing.T) {
+	cn := &connector{}
+	p := pressurePool(t, Config{MaxSize: 1, MaxParallelCreates: 1, WarmRatio: 100}, cn, time.Millisecond)
+	c1, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	p.mu.Lock()
+	w := &waiter[*fakeConn]{ch: make(chan grant[*fakeConn], 1), since: p.now(), createOK: true}
+	w.elem = p.waiters.PushBack(w)
+	p.mu.Unlock()
+	p.budgetSpent(w)
+	require.False(t, w.createOnly)
+	require.Zero(t, p.Stats().GateBudgetExhausted)
+	p.Release(c1)
+	g := <-w.ch
+	require.Same(t, c1, g.conn)
+	p.Release(g.conn)
+}
+
+type fakePermit struct{ released atomic.Int32 }
+
+func (f *fakePermit) Release() { f.released.Add(1) }
+
+// permitSource is a controllable coordinator: TryPermit succeeds while
+// free is set; Permit blocks until the test sends a permit.
+type permitSource struct {
+	free  atomic.Bool
+	tries atomic.Int32
+	waits atomic.Int32
+	grant chan *fakePermit
+}
+
+func (s *permitSource) try() (Permit, bool) {
+	s.tries.Add(1)
+	if s.free.Load() {
+		return &fakePermit{}, true
+	}
+	return nil, false
+}
+
+func (s *permitSource) wait(ctx context.Context) (Permit, error) {
+	s.waits.Add(1)
+	select {
+	case pm := <-s.grant:
+		return pm, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func permitPool(t *testing.T, cfg Config, cn *connector, ps *permitSource) *Pool[*fakeConn] {
+	t.Helper()
+	p := New(Options[*fakeConn]{Config: cfg, Connect: cn.connect, Jitter: func() float64 { return 1 },
+		XactP99: func() time.Duration { return time.Hour }, Permit: ps.wait, TryPermit: ps.try})
+	t.Cleanup(p.Close)
+	return p
+}
+
+// A connect that must wait for a coordinator permit gives its burst-gate
+// slot back meanwhile: another client of the same pool connects at once
+// (no head-of-line blocking); the first one then connects with its permit.
+func TestPermitWaitFreesGateSlot(t *testing.T) {
+	cn := &connector{}
+	ps := &permitSource{grant: make(chan *fakePermit)}
+	p := permitPool(t, Config{MaxSize: 4, MaxParallelCreates: 1, WarmRatio: 100}, cn, ps)
+	got := make(chan *Conn[*fakeConn], 1)
+	go func() {
+		c, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		got <- c
+	}()
+	waitFor(t, func() bool { s := p.Stats(); return s.PermitWaits == 1 && s.Creating == 0 })
+	require.EqualValues(t, 1, ps.waits.Load())
+
+	ps.free.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b, err := p.Acquire(ctx) // would wait behind the slot holder without the slow path
+	require.NoError(t, err)
+	require.NotNil(t, b.permit)
+
+	pm := &fakePermit{}
+	ps.grant <- pm
+	a := <-got
+	require.Same(t, pm, a.permit.(*fakePermit), "connected with the permit it waited for")
+	s := p.Stats()
+	require.EqualValues(t, 2, s.CreatesStarted)
+	require.EqualValues(t, 2, s.Created)
+	require.EqualValues(t, 1, s.PermitWaits)
+	p.Destroy(a)
+	require.EqualValues(t, 1, pm.released.Load(), "closing the connection releases its permit")
+	p.Release(b)
+}
+
+// A permit waiter that re-enters a full gate takes a returned connection
+// when the pool is full, and gives its permit back.
+func TestPermitWaiterTakesReturnAtPoolSize(t *testing.T) {
+	cn := &connector{}
+	ps := &permitSource{grant: make(chan *fakePermit)}
+	ps.free.Store(true)
+	p := permitPool(t, Config{MaxSize: 1, MaxParallelCreates: 1, WarmRatio: 100}, cn, ps)
+	held, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	// Queue the slow path by hand: its permit arrived while the pool is full.
+	pm := &fakePermit{}
+	p.mu.Lock()
+	w := &waiter[*fakeConn]{ch: make(chan grant[*fakeConn], 1), since: p.now(), createOK: true, createOnly: true, permit: pm}
+	w.elem = p.waiters.PushFront(w)
+	p.mu.Unlock()
+	got := make(chan *Conn[*fakeConn], 1)
+	go func() {
+		c, err := p.wait(context.Background(), w)
+		require.NoError(t, err)
+		got <- c
+	}()
+	p.Release(held)
+	c := <-got
+	require.Same(t, held, c)
+	require.EqualValues(t, 1, pm.released.Load())
+	p.Release(c)
+}
+
+// Replenish takes only free permits: at the database limit it defers
+// instead of waiting, evicting or taking the reserve.
+func TestReplenishTakesOnlyFreePermits(t *testing.T) {
+	cn := &connector{}
+	ps := &permitSource{grant: make(chan *fakePermit)}
+	p := permitPool(t, Config{MaxSize: 4, MinSize: 2, MaxParallelCreates: 2}, cn, ps)
+	created, deferred, err := p.Replenish(context.Background())
+	require.NoError(t, err)
+	require.True(t, deferred)
+	require.Zero(t, created)
+	require.Zero(t, ps.waits.Load())
+	s := p.Stats()
+	require.EqualValues(t, 1, s.ReplenishDeferred)
+	require.Zero(t, s.CreateErrors)
+	require.Zero(t, s.Total)
+	ps.free.Store(true)
+	created, deferred, err = p.Replenish(context.Background())
+	require.NoError(t, err)
+	require.False(t, deferred)
+	require.Equal(t, 2, created)
+}
+
+// The anticipation spin catches a connection returned while it spins: the
+// acquire is not queued and fast_spin_hits counts it. The injected clock
+// shows when the spin is under way (it is read on every round).
+func TestAnticipationSpinCatchesReturn(t *testing.T) {
+	cn := &connector{}
+	var reads atomic.Int64
+	p := New(Options[*fakeConn]{Config: Config{MaxSize: 4, MaxParallelCreates: 2, WarmRatio: 10, FastRetries: 1 << 30},
+		Connect: cn.connect, Jitter: func() float64 { return 1 }, XactP99: func() time.Duration { return time.Hour },
+		Now: func() time.Time { reads.Add(1); return time.Now() }})
+	t.Cleanup(p.Close)
+	held, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	got := make(chan *Conn[*fakeConn], 1)
+	start := reads.Load()
+	go func() {
+		c, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		got <- c
+	}()
+	waitFor(t, func() bool { return reads.Load() > start+3 }) // spinning
+	p.Release(held)
+	c := <-got
+	require.Same(t, held, c)
+	s := p.Stats()
+	require.EqualValues(t, 1, s.FastSpinHits)
+	require.Zero(t, s.Waits, "caught by the spin, never queued")
+	p.Release(c)
+}
+
+// EvictIdle closes the oldest idle connection past min age, never going to
+// the floor, and counts it; its permit is returned.
+func TestEvictIdle(t *testing.T) {
+	clk := &clock{now: time.Unix(1000, 0)}
+	cn := &connector{}
+	ps := &permitSource{grant: make(chan *fakePermit)}
+	ps.free.Store(true)
+	p := New(Options[*fakeConn]{Config: Config{MaxSize: 3, MaxParallelCreates: 3}, Connect: cn.connect,
+		Now: clk.Now, Jitter: func() float64 { return 1 }, Permit: ps.wait, TryPermit: ps.try})
+	t.Cleanup(p.Close)
+	a, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	b, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	pa, pb := a.permit.(*fakePermit), b.permit.(*fakePermit)
+	p.Release(a)
+	p.Release(b)
+	require.False(t, p.EvictIdle(time.Minute, 0), "too young")
+	clk.Advance(2 * time.Minute)
+	require.False(t, p.EvictIdle(time.Minute, 2), "at the floor")
+	require.True(t, p.EvictIdle(time.Minute, 1))
+	require.EqualValues(t, 1, p.Stats().Evicted)
+	require.Equal(t, 1, p.Stats().Total)
+	require.EqualValues(t, 1, pa.released.Load()+pb.released.Load())
+	require.False(t, p.EvictIdle(time.Minute, 1))
+}
+
+// upgradable is a permit from the reserve that may move to main.
+type upgradable struct {
+	fakePermit
+	reserve bool
+	room    *atomic.Int32 // main slots free
+}
+
+func (u *upgradable) Reserve() bool { return u.reserve }
+func (u *upgradable) Upgrade() bool {
+	if u.room.Add(-1) < 0 {
+		u.room.Add(1)
+		return false
+	}
+	u.reserve = false
+	return true
+}
+
+// Retain moves reserve permits of idle connections to main while main has
+// room, and stops at the first refusal.
+func TestRetainUpgradesIdleReservePermits(t *testing.T) {
+	var room atomic.Int32
+	room.Store(1)
+	cn := &connector{}
+	p := New(Options[*fakeConn]{Config: Config{MaxSize: 3, MaxParallelCreates: 3}, Connect: cn.connect,
+		Jitter: func() float64 { return 1 },
+		Permit: func(context.Context) (Permit, error) {
+			return &upgradable{reserve: true, room: &room}, nil
+		},
+		TryPermit: func() (Permit, bool) { return &upgradable{reserve: true, room: &room}, true }})
+	t.Cleanup(p.Close)
+	var cs []*Conn[*fakeConn]
+	for range 3 {
+		c, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		cs = append(cs, c)
+	}
+	p.Release(cs[0])
+	p.Release(cs[1])
+	p.Retain(-1)
+	require.EqualValues(t, 1, p.Stats().PermitUpgrades, "one main slot: one upgrade")
+	reserve := 0
+	for _, c := range cs {
+		if c.permit.(*upgradable).reserve {
+			reserve++
+		}
+	}
+	require.Equal(t, 2, reserve, "the busy connection is not touched, the second idle one found main full")
+	p.Release(cs[2])
+}
