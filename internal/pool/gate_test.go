@@ -334,3 +334,20 @@ func TestRetainUpgradesIdleReservePermits(t *testing.T) {
 	require.Equal(t, 2, reserve, "the busy connection is not touched, the second idle one found main full")
 	p.Release(cs[2])
 }
+
+// Close fails every waiter, create-only ones (which returned connections
+// pass over) included, and releases a permit a waiter holds.
+func TestCloseFailsCreateOnlyWaiter(t *testing.T) {
+	cn := &connector{}
+	p := pressurePool(t, Config{MaxSize: 4, MaxParallelCreates: 1}, cn, time.Hour)
+	pm := &fakePermit{}
+	p.mu.Lock()
+	w := &waiter[*fakeConn]{ch: make(chan grant[*fakeConn], 1), since: p.now(), createOK: true, createOnly: true, permit: pm}
+	w.elem = p.waiters.PushBack(w)
+	p.mu.Unlock()
+	errc := make(chan error, 1)
+	go func() { _, err := p.wait(context.Background(), w); errc <- err }()
+	p.Close()
+	require.ErrorIs(t, <-errc, ErrClosed)
+	require.EqualValues(t, 1, pm.released.Load())
+}

@@ -168,8 +168,10 @@ func (p *Pool[T]) Close() {
 	for _, c := range victims {
 		p.dropLocked(c)
 	}
-	for w := p.popWaiterLocked(); w != nil; w = p.popWaiterLocked() {
-		w.ch <- grant[T]{err: ErrClosed}
+	for e := p.waiters.Front(); e != nil; e = p.waiters.Front() {
+		w := p.waiters.Remove(e).(*waiter[T])
+		w.elem = nil
+		w.ch <- grant[T]{err: ErrClosed} // create-only waiters too
 	}
 	if p.paused {
 		p.paused = false
