@@ -142,6 +142,59 @@ pools:
 	}, 10*time.Second, 100*time.Millisecond, "read-write clients connect after the promotion")
 }
 
+// TestHotStandbyReportedAfterPromotion: pg_doorman in front of a standby
+// whose idle server connection saw no statement since the promotion; a new
+// client must still be told in_hot_standby=off within about a second, with
+// no query of its own (libpq's target_session_attrs=read-write trusts that
+// ParameterStatus and sends none). PostgreSQL reports the change on the old
+// connection only when it next runs a statement.
+func TestHotStandbyReportedAfterPromotion(t *testing.T) {
+	primary := pgtest.Start(t, pgtest.Options{})
+	verifier := primary.CreateUser(t, "hs", "hs-secret", "scram-sha-256")
+	standby := primary.AddReplica(t)
+	primary.WaitReplay(t, standby)
+	d := apptest.Start(t, fmt.Sprintf(`general:
+  host: 127.0.0.1
+  port: {{PORT}}
+  unix_socket_dir: "{{DIR}}"
+  admin_username: admin
+  admin_password: admin-secret
+pools:
+  postgres:
+    server_host: 127.0.0.1
+    server_port: %d
+    users:
+      - username: hs
+        password: '%s'
+        pool_size: 1
+`, standby.Port, verifier))
+	ctx := context.Background()
+	hotStandby := func() (string, error) {
+		c, err := pgx.Connect(ctx, d.DSN("hs", "hs-secret", "postgres"))
+		if err != nil {
+			return "", err
+		}
+		defer c.Close(ctx)
+		return c.PgConn().ParameterStatus("in_hot_standby"), nil
+	}
+	c, err := pgx.Connect(ctx, d.DSN("hs", "hs-secret", "postgres"))
+	require.NoError(t, err)
+	var recovery bool
+	require.NoError(t, c.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovery))
+	require.True(t, recovery)
+	require.Equal(t, "on", c.PgConn().ParameterStatus("in_hot_standby"))
+	c.Close(ctx)
+
+	standby.Promote(t)
+	start := time.Now()
+	var hs string
+	require.Eventually(t, func() bool {
+		hs, err = hotStandby()
+		return err == nil && hs == "off"
+	}, 5*time.Second, 50*time.Millisecond, "new clients are told in_hot_standby=off after the promotion")
+	t.Logf("in_hot_standby=off reported %s after the promotion", time.Since(start).Round(time.Millisecond))
+}
+
 // TestFallbackAllCandidatesRejected: the local server is down and the only
 // other member refuses: the client gets the sanitized FATAL, not a hang.
 func TestFallbackAllCandidatesRejected(t *testing.T) {

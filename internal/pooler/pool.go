@@ -178,7 +178,9 @@ const serverParamsTTL = time.Second
 // ServerParams returns a copy of the ParameterStatus set of the server. A
 // set older than serverParamsTTL is refreshed from a real connection
 // (whose liveness check also drops connections the server has since
-// changed under us).
+// changed under us) after an empty statement on it: PostgreSQL reports a
+// changed in_hot_standby (promotion in place) to an existing connection
+// only when that connection next runs a statement.
 func (p *Pool) ServerParams(ctx context.Context) (map[string]string, error) {
 	p.mu.Lock()
 	sp, at := p.serverParams, p.serverParamsAt
@@ -187,6 +189,11 @@ func (p *Pool) ServerParams(ctx context.Context) (map[string]string, error) {
 		return copyParams(sp), nil
 	}
 	c, err := p.Acquire(ctx)
+	if err == nil {
+		if err = check(ctx, c.Value); err != nil {
+			p.Destroy(c)
+		}
+	}
 	if err != nil {
 		if sp != nil {
 			return copyParams(sp), nil
