@@ -18,6 +18,9 @@ const (
 	DefaultCooldown       = 30 * time.Second
 	DefaultAPITimeout     = 5 * time.Second
 	DefaultConnectTimeout = 5 * time.Second
+	// MinLifetime is the shortest lifetime a fallback connection gets when
+	// it is opened near the end of the cooldown.
+	MinLifetime = time.Second
 )
 
 // Target is where a server connection goes: Network "unix" or "tcp",
@@ -63,7 +66,7 @@ type Options struct {
 	Cooldown       time.Duration      // fallback_cooldown (30s)
 	APITimeout     time.Duration      // patroni_api_timeout (5s)
 	ConnectTimeout time.Duration      // fallback_connect_timeout (5s): per candidate, and the base per-host cooldown
-	Lifetime       time.Duration      // fallback_lifetime (default: Cooldown)
+	Lifetime       time.Duration      // fallback_lifetime (default: Cooldown), cut to the rest of the cooldown
 	// OuterTimeout (query_wait_timeout) bounds one fallback attempt on top
 	// of the caller's context; 0 leaves only the context.
 	OuterTimeout time.Duration
@@ -77,7 +80,7 @@ type Options struct {
 type Result struct {
 	Target   Target
 	Fallback bool          // Target is a cluster member, not the local server
-	Lifetime time.Duration // for a fallback connection: fallback_lifetime; else 0
+	Lifetime time.Duration // for a fallback connection: fallback_lifetime, at most until the cooldown ends (MinLifetime at least); else 0
 	Member   string        // Patroni member name of a fallback target
 	Role     patroni.Role  // its role when discovered
 	CacheHit bool          // the cached fallback host was used
@@ -308,7 +311,20 @@ func (d *Dialer) round(ctx context.Context, connect ConnectFunc) (Conn, Result, 
 }
 
 func (d *Dialer) result(c Candidate, cacheHit bool) Result {
-	return Result{Target: c.Target, Fallback: true, Lifetime: d.opts.Lifetime, Member: c.Name, Role: c.Role, CacheHit: cacheHit}
+	return Result{Target: c.Target, Fallback: true, Lifetime: d.lifetime(), Member: c.Name, Role: c.Role, CacheHit: cacheHit}
+}
+
+// lifetime is fallback_lifetime cut to what is left of the local server's
+// cooldown, but at least MinLifetime. Without the cut, a connection opened
+// late in the cooldown (the pool's pre-replacement at 95 % of the previous
+// one's lifetime, with the default lifetime = cooldown) kept the pool on the
+// fallback host for almost another lifetime after the cooldown, because the
+// local server is only tried again when the pool needs a new connection.
+func (d *Dialer) lifetime() time.Duration {
+	d.mu.Lock()
+	left := d.downUntil.Sub(d.clock.Now())
+	d.mu.Unlock()
+	return min(d.opts.Lifetime, max(left, MinLifetime))
 }
 
 // discover fetches /cluster and runs the two waves.

@@ -316,6 +316,36 @@ func TestLocalTriedAgainAfterCooldown(t *testing.T) {
 	require.False(t, res.LocalRestored)
 }
 
+func TestFallbackLifetimeEndsWithCooldown(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		lifetime time.Duration // fallback_lifetime; 0 = the cooldown (30s)
+		at       time.Duration // when the connection is opened, after the local server went down
+		want     time.Duration
+	}{
+		{"at the start, default lifetime", 0, 0, 30 * time.Second},
+		{"at the start, shorter lifetime", 10 * time.Second, 0, 10 * time.Second},
+		{"at the start, longer lifetime", time.Minute, 0, 30 * time.Second},
+		{"mid-cooldown, shorter lifetime", 10 * time.Second, 15 * time.Second, 10 * time.Second},
+		{"pre-replacement at 95 %", 0, 28500 * time.Millisecond, 1500 * time.Millisecond},
+		{"last moment: at least MinLifetime", 0, 30*time.Second - time.Millisecond, MinLifetime},
+		{"lifetime below MinLifetime", 500 * time.Millisecond, 29900 * time.Millisecond, 500 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, threeNodes(), func(o *Options) { o.Lifetime = tt.lifetime })
+			e.net.set(syncAddr, succeed())
+			e.mustFallback(t, syncAddr) // the local server is marked down at t0
+			e.clock.Advance(tt.at)
+			res := e.mustFallback(t, syncAddr)
+			require.True(t, res.CacheHit)
+			require.Equal(t, tt.want, res.Lifetime)
+		})
+	}
+}
+
 func TestHostCooldownDoublesUpToCap(t *testing.T) {
 	t.Parallel()
 	cl := &patroni.Cluster{Members: []patroni.Member{

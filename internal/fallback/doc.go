@@ -11,7 +11,9 @@
 // sync standby in parallel, wave 2 = every other member in parallel, each
 // start bounded by fallback_connect_timeout, first success wins and late
 // successes are closed. Results carry the lifetime a fallback connection
-// must get (fallback_lifetime).
+// must get: fallback_lifetime, cut to what is left of the cooldown (at least
+// MinLifetime), so that the pool comes back to the local server when the
+// cooldown ends rather than up to one lifetime later.
 //
 // A Dialer is safe for concurrent use; Close waits for its background
 // /cluster fetch. The connect function is injected, so the package knows
