@@ -6,7 +6,7 @@ RACE_PKGS := ./internal/pool/... ./internal/prepared/... ./internal/session/... 
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/doorman-go/doorman/internal/daemon.Version=$(VERSION)
 
-.PHONY: all build run test test-unit test-race test-bdd bench fuzz lint clean
+.PHONY: all build run test test-unit test-race test-bdd test-e2e bench fuzz lint clean
 
 all: build
 
@@ -22,10 +22,20 @@ test: build lint
 	$(GO) test -count=1 -timeout 15m $(PKGS)
 	$(GO) test -count=1 -race -timeout 15m $(RACE_PKGS)
 	$(MAKE) test-bdd
+	$(MAKE) test-e2e
 
 # Gherkin scenarios (godog) against the built binary and real PostgreSQL.
 test-bdd: build
 	cd bdd && DOORMAN_BIN=$(CURDIR)/$(BIN)/pg_doorman $(GO) test -count=1 -timeout 5m ./...
+
+# End-to-end tests against a real 3-node Patroni + etcd cluster
+# (internal/pgtest/patronisbx), one package at a time since they share it;
+# the cluster is then stopped and its folder deleted, pass or fail.
+E2E_SANDBOX := internal/pgtest/patronisbx/sandbox
+E2E_BASE    := /tmp/doorman-e2e-sbx
+test-e2e:
+	@rc=0; PATRONI_E2E=1 $(GO) test -count=1 -p 1 -run E2E -timeout 15m ./internal/proxy ./internal/daemon || rc=$$?; \
+	WIPE=1 $(E2E_SANDBOX)/down.sh $(E2E_BASE) || rc=1; exit $$rc
 
 lint:
 	@out=$$(gofmt -l cmd internal bdd); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

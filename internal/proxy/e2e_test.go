@@ -4,51 +4,19 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/doorman-go/doorman/internal/patroni"
+	"github.com/doorman-go/doorman/internal/pgtest/patronisbx"
 	"github.com/doorman-go/doorman/internal/proxyconfig"
 )
-
-// The end-to-end test runs against a real 3-node Patroni cluster from
-// ../shared/patroni-sandbox with NODE_IPS=1 (nodeN on 127.0.1.N, one
-// host_port for all). It runs only with PATRONI_E2E=1 and needs the Debian
-// packages patroni, etcd-server and etcd-client (apt-get install -y patroni
-// etcd-server etcd-client). PATRONI_SANDBOX overrides the sandbox folder;
-// PATRONI_E2E_KEEP=1 leaves the cluster running afterwards.
-const (
-	e2eBase    = "/tmp/proxy-e2e-sbx"
-	e2ePGPort  = 25432
-	e2eAPIPort = 28008
-)
-
-func sandboxEnv() []string {
-	return append(os.Environ(), "NODE_IPS=1", "PATRONI_SANDBOX_DIR="+e2eBase,
-		"ETCD_CLIENT_PORT=22379", "ETCD_PEER_PORT=22380",
-		fmt.Sprintf("PG_PORT_BASE=%d", e2ePGPort), fmt.Sprintf("API_PORT_BASE=%d", e2eAPIPort))
-}
-
-func sandboxScript(t *testing.T, ctx context.Context, name string, args ...string) string {
-	t.Helper()
-	dir := os.Getenv("PATRONI_SANDBOX")
-	if dir == "" {
-		dir = "../../../shared/patroni-sandbox"
-	}
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, name), args...)
-	cmd.Env = sandboxEnv()
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s %v:\n%s", name, args, out)
-	return string(out)
-}
 
 func e2eQuery(ctx context.Context, addr net.Addr, sql string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -64,31 +32,27 @@ func e2eQuery(ctx context.Context, addr net.Addr, sql string) (string, error) {
 	return s, err
 }
 
+// TestE2EPatroniSwitchover runs patroni_proxy against a real 3-node Patroni
+// cluster started by internal/pgtest/patronisbx (nodeN on 127.0.1.N,
+// PostgreSQL on one port for all, so one host_port fits every member): the
+// master port reaches the primary and the replicas port a replica; during
+// `patronictl switchover` a write through the master port reaches the new
+// leader, the session held on the old leader is closed, and the master port
+// then reaches the new primary only. It runs only with PATRONI_E2E=1 (make
+// test-e2e) and needs the Debian packages patroni, etcd-server and
+// etcd-client; the cluster is left running for the next test.
 func TestE2EPatroniSwitchover(t *testing.T) {
-	if os.Getenv("PATRONI_E2E") != "1" {
-		t.Skip("set PATRONI_E2E=1 to run against a real Patroni sandbox")
-	}
-	for _, bin := range []string{"patroni", "patronictl", "etcd"} {
-		_, err := exec.LookPath(bin)
-		require.NoError(t, err, "apt-get install -y patroni etcd-server etcd-client")
-	}
+	sbx := patronisbx.Up(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	t.Log(lastLine(sandboxScript(t, ctx, "up.sh")))
-	if os.Getenv("PATRONI_E2E_KEEP") != "1" {
-		t.Cleanup(func() { sandboxScript(t, context.Background(), "down.sh") })
-	}
 
-	var hosts []string
-	for i := 1; i <= 3; i++ {
-		hosts = append(hosts, fmt.Sprintf("http://127.0.1.%d:%d", i, e2eAPIPort))
-	}
+	hosts := sbx.APIURLs()
 	cfg := &proxyconfig.Config{
 		ClusterUpdateInterval: 500 * time.Millisecond, ListenAddress: "127.0.0.1:0",
 		ConnectTimeout: 2 * time.Second, PatroniTimeout: time.Second, MaxTopologyAge: 30 * time.Second, ShutdownTimeout: time.Second,
 		Clusters: map[string]proxyconfig.Cluster{"sbx": {Hosts: hosts, Ports: map[string]proxyconfig.Port{
-			"master":   {Listen: "127.0.0.1:0", Roles: []proxyconfig.Role{leader}, HostPort: e2ePGPort},
-			"replicas": {Listen: "127.0.0.1:0", Roles: []proxyconfig.Role{syncR, async}, HostPort: e2ePGPort},
+			"master":   {Listen: "127.0.0.1:0", Roles: []proxyconfig.Role{leader}, HostPort: patronisbx.PGPort},
+			"replicas": {Listen: "127.0.0.1:0", Roles: []proxyconfig.Role{syncR, async}, HostPort: patronisbx.PGPort},
 		}}},
 	}
 	p := New(cfg, Options{Logger: zaptest.NewLogger(t)})
@@ -107,10 +71,7 @@ func TestE2EPatroniSwitchover(t *testing.T) {
 	}
 	createTable(t, ctx, master)
 
-	client, err := patroni.NewClient(hosts, patroni.ClientOptions{})
-	require.NoError(t, err)
-	cl, _, err := client.FetchCluster(ctx)
-	require.NoError(t, err)
+	cl := sbx.Cluster(t)
 	require.Len(t, cl.Leaders(), 1)
 	old := cl.Leaders()[0]
 	var candidate patroni.Member
@@ -133,8 +94,7 @@ func TestE2EPatroniSwitchover(t *testing.T) {
 	start := time.Now()
 	swDone := make(chan string, 1)
 	go func() {
-		cmd := exec.CommandContext(ctx, "/usr/bin/patronictl", "-c", e2eBase+"/node1/patroni.yml", "switchover", "--candidate", candidate.Name, "--force")
-		out, err := cmd.CombinedOutput()
+		out, err := sbx.Patronictl(ctx, "switchover", "--candidate", candidate.Name, "--force")
 		swDone <- fmt.Sprintf("%s err=%v", out, err)
 	}()
 	var firstWrite time.Duration
@@ -153,8 +113,15 @@ func TestE2EPatroniSwitchover(t *testing.T) {
 	}
 	t.Logf("patronictl: %s", strings.TrimSpace(<-swDone))
 	require.NotZero(t, firstWrite, "no write reached the new leader %s", candidate.Name)
-	t.Logf("switchover %s -> %s: first successful write through the proxy after %s; writes routed to a read-only node during the switch: %d",
-		old.Name, candidate.Name, firstWrite.Round(time.Millisecond), violations)
+	lc := func(r string) float64 {
+		return testutil.ToFloat64(p.env.metrics.LeaderChecks.WithLabelValues("sbx", r))
+	}
+	t.Logf("switchover %s -> %s: first successful write through the proxy after %s; writes routed to a read-only node during the switch: %d; "+
+		"leader checks: promoted %.0f, in_recovery %.0f, error %.0f; refused leader_in_recovery %.0f",
+		old.Name, candidate.Name, firstWrite.Round(time.Millisecond), violations, lc("promoted"), lc("in_recovery"), lc("error"),
+		testutil.ToFloat64(p.env.metrics.Refused.WithLabelValues("sbx", "master", string(ReasonLeaderInRecovery))))
+	require.Zero(t, violations, "the master port must never reach a node in recovery")
+	require.GreaterOrEqual(t, lc("promoted"), 2.0, "the old and the new leader were each confirmed by their own API")
 
 	// The old leader's session on the master port is gone.
 	require.Eventually(t, func() bool {
@@ -179,9 +146,4 @@ func createTable(t *testing.T, ctx context.Context, master net.Addr) {
 	defer conn.Close(context.Background())
 	_, err = conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS proxy_e2e (at timestamptz DEFAULT now())")
 	require.NoError(t, err)
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
 }
