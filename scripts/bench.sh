@@ -7,7 +7,8 @@
 # BENCH_POOL_SIZE (40), BENCH_PREPARED_CLIENTS (100),
 # BENCH_PREPARED_POOL_SIZE (10), BENCH_IDLE_CLIENTS (2000), BENCH_KEEP=1,
 # BENCH_JSON=<file> (also save raw results; re-render with
-# `go run ./bench/cmd/benchrun -render <file>`).
+# `go run ./bench/cmd/benchrun -render <file>`), BENCH_ONLY=proxy (only the
+# patroni_proxy part).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh bench
@@ -16,7 +17,9 @@ scripts/deps.sh bench
 # benchrun raises the soft limit itself, this raises it for everyone else.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 mkdir -p docs
-go run ./bench/cmd/benchrun -doorman bin/pg_doorman -out docs/benchmarks.md ${BENCH_JSON:+-json "$BENCH_JSON"} "$@"
+if [ "${BENCH_ONLY:-}" != proxy ]; then
+  go run ./bench/cmd/benchrun -doorman bin/pg_doorman -out docs/benchmarks.md ${BENCH_JSON:+-json "$BENCH_JSON"} "$@"
+fi
 # patroni_proxy: pgbench -S through the proxy against the same PostgreSQL
 # directly (runs before and after), written to docs/benchmarks-proxy.md.
 out=$(PROXY_BENCH=1 go test -count=1 -run TestPgbenchRatio -v ./internal/proxy 2>&1 | grep -o 'pgbench -S -c 8:.*' || true)

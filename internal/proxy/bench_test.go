@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,7 +19,30 @@ import (
 	"github.com/doorman-go/doorman/internal/pgtest"
 )
 
-var tpsRE = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+var (
+	tpsRE = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+	txRE  = regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
+)
+
+// selfCPU is the CPU time (user + system) this process has used.
+func selfCPU(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procCPU is the CPU time (user + system) process pid has used, from
+// /proc/pid/stat (clock ticks of 1/100 s).
+func procCPU(t *testing.T, pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	require.NoError(t, err)
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:])) // fields from 3 (state) on
+	ut, err := strconv.ParseInt(f[11], 10, 64)                               // field 14
+	require.NoError(t, err)
+	st, err := strconv.ParseInt(f[12], 10, 64) // field 15
+	require.NoError(t, err)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
 
 // TestPgbenchRatio compares pgbench -S through the proxy with pgbench -S
 // straight to PostgreSQL (the "make bench" number; aim: >= 0.95) and, for
@@ -38,30 +63,42 @@ func TestPgbenchRatio(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	h := newHarness(t, ports("master", roles(leader)),
 		patroni.Member{Name: "n1", Role: patroni.RoleLeader, State: patroni.StateRunning, Host: pg.Host, Port: pg.Port, LagKnown: true})
-	run := func(port int) float64 {
+	// run returns the TPS and the transaction count of one pgbench run,
+	// and the CPU time cpu() grew by meanwhile.
+	run := func(port int, cpu func() time.Duration) (tps float64, perTx time.Duration) {
+		before := cpu()
 		out, err := exec.Command(pgbench, "-S", "-n", "-M", "prepared", "-c", "8", "-j", "2", "-T", secs,
 			"-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "postgres", "postgres").CombinedOutput()
 		require.NoError(t, err, "%s", out)
+		used := cpu() - before
 		m := tpsRE.FindSubmatch(out)
 		require.NotNil(t, m, "%s", out)
-		tps, err := strconv.ParseFloat(string(m[1]), 64)
+		tps, err = strconv.ParseFloat(string(m[1]), 64)
 		require.NoError(t, err)
-		return tps
+		m = txRE.FindSubmatch(out)
+		require.NotNil(t, m, "%s", out)
+		n, err := strconv.ParseInt(string(m[1]), 10, 64)
+		require.NoError(t, err)
+		require.Positive(t, n)
+		return tps, used / time.Duration(n)
 	}
-	haPort := startHAProxy(t, pg.Host, pg.Port)
-	direct1 := run(pg.Port)
-	proxied := run(tcpPort(h.addr("master")))
-	ha := run(haPort)
-	direct2 := run(pg.Port)
+	none := func() time.Duration { return 0 }
+	haPort, haPID := startHAProxy(t, pg.Host, pg.Port)
+	direct1, _ := run(pg.Port, none)
+	proxied, proxyCPU := run(tcpPort(h.addr("master")), func() time.Duration { return selfCPU(t) })
+	ha, haCPU := run(haPort, func() time.Duration { return procCPU(t, haPID) })
+	direct2, _ := run(pg.Port, none)
 	direct := (direct1 + direct2) / 2
 	t.Logf("pgbench -S -c 8: direct %.0f tps (runs %.0f, %.0f), through patroni_proxy %.0f tps, ratio %.3f; "+
-		"through HAProxy (mode tcp) %.0f tps, ratio %.3f; patroni_proxy/HAProxy %.3f",
-		direct, direct1, direct2, proxied, proxied/direct, ha, ha/direct, proxied/ha)
+		"through HAProxy (mode tcp) %.0f tps, ratio %.3f; patroni_proxy/HAProxy %.3f; "+
+		"proxy CPU per transaction: patroni_proxy %.1f µs, HAProxy %.1f µs",
+		direct, direct1, direct2, proxied, proxied/direct, ha, ha/direct, proxied/ha,
+		float64(proxyCPU.Nanoseconds())/1e3, float64(haCPU.Nanoseconds())/1e3)
 }
 
 // startHAProxy runs HAProxy in TCP mode in front of host:port, in the
-// foreground as a child of the test, and returns its listen port.
-func startHAProxy(t *testing.T, host string, port int) int {
+// foreground as a child of the test, and returns its listen port and pid.
+func startHAProxy(t *testing.T, host string, port int) (int, int) {
 	t.Helper()
 	bin, err := exec.LookPath("haproxy")
 	if err != nil {
@@ -97,5 +134,5 @@ listen pg
 		_ = c.Close()
 		return true
 	}, 10*time.Second, 20*time.Millisecond, "haproxy did not listen: %s", out.String())
-	return listen
+	return listen, cmd.Process.Pid
 }
