@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/doorman-go/doorman/internal/patroni"
 	"github.com/doorman-go/doorman/internal/pgtest"
@@ -63,12 +65,21 @@ func TestPgbenchRatio(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	h := newHarness(t, ports("master", roles(leader)),
 		patroni.Member{Name: "n1", Role: patroni.RoleLeader, State: patroni.StateRunning, Host: pg.Host, Port: pg.Port, LagKnown: true})
-	// run returns the TPS and the transaction count of one pgbench run,
-	// and the CPU time cpu() grew by meanwhile.
-	run := func(port int, cpu func() time.Duration) (tps float64, perTx time.Duration) {
+	clients := os.Getenv("PROXY_BENCH_CLIENTS")
+	if clients == "" {
+		clients = "8"
+	}
+	// run returns the TPS of one pgbench run and the CPU time cpu() grew
+	// by per transaction; pin, if set, is the CPU pgbench runs on.
+	run := func(port int, cpu func() time.Duration, pin string) (tps float64, perTx time.Duration) {
+		args := []string{"-S", "-n", "-M", "prepared", "-c", clients, "-j", "2", "-T", secs,
+			"-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "postgres", "postgres"}
+		cmd := exec.Command(pgbench, args...)
+		if pin != "" {
+			cmd = exec.Command("taskset", append([]string{"-c", pin, pgbench}, args...)...)
+		}
 		before := cpu()
-		out, err := exec.Command(pgbench, "-S", "-n", "-M", "prepared", "-c", "8", "-j", "2", "-T", secs,
-			"-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "postgres", "postgres").CombinedOutput()
+		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		used := cpu() - before
 		m := tpsRE.FindSubmatch(out)
@@ -83,17 +94,87 @@ func TestPgbenchRatio(t *testing.T) {
 		return tps, used / time.Duration(n)
 	}
 	none := func() time.Duration { return 0 }
+	self := func() time.Duration { return selfCPU(t) }
 	haPort, haPID := startHAProxy(t, pg.Host, pg.Port)
-	direct1, _ := run(pg.Port, none)
-	proxied, proxyCPU := run(tcpPort(h.addr("master")), func() time.Duration { return selfCPU(t) })
-	ha, haCPU := run(haPort, func() time.Duration { return procCPU(t, haPID) })
-	direct2, _ := run(pg.Port, none)
+	haCPUTime := func() time.Duration { return procCPU(t, haPID) }
+	proxyPort := tcpPort(h.addr("master"))
+
+	direct1, _ := run(pg.Port, none, "")
+	proxied, proxyCPU := run(proxyPort, self, "")
+	ha, haCPU := run(haPort, haCPUTime, "")
+	direct2, _ := run(pg.Port, none, "")
 	direct := (direct1 + direct2) / 2
-	t.Logf("pgbench -S -c 8: direct %.0f tps (runs %.0f, %.0f), through patroni_proxy %.0f tps, ratio %.3f; "+
+	t.Logf("pgbench -S -c %s: direct %.0f tps (runs %.0f, %.0f), through patroni_proxy %.0f tps, ratio %.3f; "+
 		"through HAProxy (mode tcp) %.0f tps, ratio %.3f; patroni_proxy/HAProxy %.3f; "+
 		"proxy CPU per transaction: patroni_proxy %.1f µs, HAProxy %.1f µs",
-		direct, direct1, direct2, proxied, proxied/direct, ha, ha/direct, proxied/ha,
+		clients, direct, direct1, direct2, proxied, proxied/direct, ha, ha/direct, proxied/ha,
 		float64(proxyCPU.Nanoseconds())/1e3, float64(haCPU.Nanoseconds())/1e3)
+
+	if runtime.NumCPU() < 2 {
+		return
+	}
+	// Next to the applications the proxy takes no CPU from PostgreSQL.
+	// Model that: PostgreSQL (the postmaster and every process it has or
+	// forks) and pgbench on CPU 0, the proxies on CPU 1.
+	pinTree(t, postmasterPID(t, pg.DataDir), 0)
+	pinSelf(t, 1)
+	pinTree(t, haPID, 1)
+	d1, _ := run(pg.Port, none, "0")
+	px, _ := run(proxyPort, none, "0")
+	hp, _ := run(haPort, none, "0")
+	d2, _ := run(pg.Port, none, "0")
+	d := (d1 + d2) / 2
+	t.Logf("pgbench -S -c %s pinned (PostgreSQL and pgbench on CPU 0, the proxy on CPU 1): direct %.0f tps (runs %.0f, %.0f), "+
+		"through patroni_proxy %.0f tps, ratio %.3f; through HAProxy %.0f tps, ratio %.3f; patroni_proxy/HAProxy %.3f",
+		clients, d, d1, d2, px, px/d, hp, hp/d, px/hp)
+}
+
+// postmasterPID reads the first line of data/postmaster.pid.
+func postmasterPID(t *testing.T, dataDir string) int {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0])
+	require.NoError(t, err)
+	return pid
+}
+
+// pinTree pins every thread of pid and of its child processes to cpu
+// (children forked later inherit it).
+func pinTree(t *testing.T, pid, cpu int) {
+	pids := []int{pid}
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		if ppid, _ := strconv.Atoi(f[1]); ppid == pid {
+			pids = append(pids, child)
+		}
+	}
+	for _, p := range pids {
+		out, err := exec.Command("taskset", "-a", "-pc", strconv.Itoa(cpu), strconv.Itoa(p)).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+}
+
+// pinSelf pins every thread of this process to cpu.
+func pinSelf(t *testing.T, cpu int) {
+	var set unix.CPUSet
+	set.Set(cpu)
+	tasks, err := os.ReadDir("/proc/self/task")
+	require.NoError(t, err)
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		require.NoError(t, err)
+		_ = unix.SchedSetaffinity(tid, &set) // a thread may have ended meanwhile
+	}
 }
 
 // startHAProxy runs HAProxy in TCP mode in front of host:port, in the
