@@ -98,6 +98,7 @@ func (c *Console) reconnect(dst []byte, db string) ([]byte, error) {
 	c.logCommand(verbReconnect, db)
 	for _, p := range pools {
 		p.Conns().Reconnect()
+		p.ExpireServerParams()
 		p.XactTimes.Reset()
 		p.QueryTimes.Reset()
 	}

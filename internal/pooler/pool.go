@@ -55,6 +55,7 @@ type Pool struct {
 	mu             sync.Mutex
 	serverParams   map[string]string // from the most recent new connection
 	serverParamsAt time.Time
+	paramsRefresh  chan struct{}    // closed when the refresh in flight ends; nil when none
 	clientKey      []byte           // SCRAM ClientKey recovered from a client
 	fb             *fallback.Dialer // Patroni-assisted fallback, nil without patroni_api_urls
 	fbFor          *Settings        // the settings fb was built for
@@ -181,13 +182,60 @@ const serverParamsTTL = time.Second
 // changed under us) after an empty statement on it: PostgreSQL reports a
 // changed in_hot_standby (promotion in place) to an existing connection
 // only when that connection next runs a statement.
+//
+// One refresh runs at a time: logins that find the set stale while a
+// refresh is in flight wait for it (a login storm must not check out a
+// server connection per login), and then take what it left, stale or not.
 func (p *Pool) ServerParams(ctx context.Context) (map[string]string, error) {
-	p.mu.Lock()
-	sp, at := p.serverParams, p.serverParamsAt
-	p.mu.Unlock()
-	if sp != nil && time.Since(at) < serverParamsTTL {
-		return copyParams(sp), nil
+	for {
+		p.mu.Lock()
+		sp, at, inflight := p.serverParams, p.serverParamsAt, p.paramsRefresh
+		if sp != nil && time.Since(at) < serverParamsTTL {
+			p.mu.Unlock()
+			return copyParams(sp), nil
+		}
+		if inflight == nil {
+			done := make(chan struct{})
+			p.paramsRefresh = done
+			p.mu.Unlock()
+			defer func() {
+				p.mu.Lock()
+				p.paramsRefresh = nil
+				p.mu.Unlock()
+				close(done)
+			}()
+			return p.refreshServerParams(ctx, sp)
+		}
+		p.mu.Unlock()
+		select {
+		case <-inflight:
+		case <-ctx.Done():
+			if sp != nil {
+				return copyParams(sp), nil
+			}
+			return nil, fmt.Errorf("wait for server parameters: %w", ctx.Err())
+		}
+		p.mu.Lock()
+		sp = p.serverParams
+		p.mu.Unlock()
+		if sp != nil {
+			return copyParams(sp), nil
+		}
+		// The refresh failed and there is no set at all: try ourselves.
 	}
+}
+
+// ExpireServerParams makes the next ServerParams call read the set from a
+// server again (RECONNECT: the server behind the pool may have changed).
+func (p *Pool) ExpireServerParams() {
+	p.mu.Lock()
+	p.serverParamsAt = time.Time{}
+	p.mu.Unlock()
+}
+
+// refreshServerParams reads the set from a real connection; on failure it
+// returns stale (if any) instead of the error.
+func (p *Pool) refreshServerParams(ctx context.Context, stale map[string]string) (map[string]string, error) {
 	c, err := p.Acquire(ctx)
 	if err == nil {
 		if err = check(ctx, c.Value); err != nil {
@@ -195,8 +243,8 @@ func (p *Pool) ServerParams(ctx context.Context) (map[string]string, error) {
 		}
 	}
 	if err != nil {
-		if sp != nil {
-			return copyParams(sp), nil
+		if stale != nil {
+			return copyParams(stale), nil
 		}
 		return nil, err
 	}

@@ -54,6 +54,11 @@ func runDriver(t *testing.T, env []string, name string, args ...string) string {
 	return lines[len(lines)-1]
 }
 
+// bothBackends makes a pool of 2 connect its second backend as soon as two
+// clients are busy at once (no anticipation), so that statements really
+// move between backends and requireMoved measures something.
+const bothBackends = "  scaling_warm_pool_ratio: 100"
+
 // requireMoved checks that clients shared cached statements and that
 // statements were prepared again on the other backend.
 func requireMoved(t *testing.T, d *apptest.Instance) {
@@ -107,7 +112,7 @@ func pythonWithPsycopg(t *testing.T) string {
 
 func TestDriversNodePostgresNamedQueries(t *testing.T) {
 	node := nodeWithPG(t)
-	d := start(t, "", "transaction", 2)
+	d := start(t, bothBackends, "transaction", 2)
 	direct := runDriver(t, driverEnv(pg.Port), node, "named.js")
 	require.Regexp(t, `^ok node-postgres 12 clients \d+ queries$`, direct)
 	got := runDriver(t, driverEnv(d.Port), node, "named.js")
@@ -128,7 +133,7 @@ func TestDriversPsycopg(t *testing.T) {
 		{"evict", `^ok psycopg \S+ evict 20 statements, prepared_max 5$`, false},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			d := start(t, "", "transaction", 2)
+			d := start(t, bothBackends, "transaction", 2)
 			direct := runDriver(t, driverEnv(pg.Port), py, "psycopg_check.py", tc.mode)
 			require.Regexp(t, tc.want, direct)
 			got := runDriver(t, driverEnv(d.Port), py, "psycopg_check.py", tc.mode)

@@ -53,7 +53,7 @@ func runConcurrently(t *testing.T, n int, f func(i int) error) {
 }
 
 func TestPreparedPgxModes(t *testing.T) {
-	d := start(t, "", "transaction", 2)
+	d := start(t, bothBackends, "transaction", 2)
 	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec"} {
 		t.Run(mode, func(t *testing.T) {
 			runConcurrently(t, 12, func(i int) error {
