@@ -530,7 +530,9 @@ func (p *Pool[T]) createAfterPermit(ctx context.Context) (*Conn[T], error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		pm.Release()
+		if pm != nil { // nil when a reload removed the coordinator meanwhile
+			pm.Release()
+		}
 		return nil, ErrClosed
 	}
 	if !p.paused && p.total < p.cfg.MaxSize && p.creating < p.cfg.MaxParallelCreates {
