@@ -97,13 +97,12 @@ pools:
 	require.True(t, host, "pg_doorman_fallback_host names the standby")
 }
 
-// TestReadWriteAfterPromotion: pg_doorman in front of a standby; a client
-// asking for target_session_attrs=read-write is refused; after the standby
-// is promoted, the same client connects (PgBouncer would keep reporting the
-// stale in_hot_standby=on and refuse it).
-func TestReadWriteAfterPromotion(t *testing.T) {
+// doormanOnStandby starts a primary with a SCRAM user and a streaming
+// standby, and pg_doorman with pool postgres in front of the standby.
+func doormanOnStandby(t *testing.T, user, password string, poolSize int) (*pgtest.Cluster, *apptest.Instance) {
+	t.Helper()
 	primary := pgtest.Start(t, pgtest.Options{})
-	verifier := primary.CreateUser(t, "rw", "rw-secret", "scram-sha-256")
+	verifier := primary.CreateUser(t, user, password, "scram-sha-256")
 	standby := primary.AddReplica(t)
 	primary.WaitReplay(t, standby)
 	d := apptest.Start(t, fmt.Sprintf(`general:
@@ -117,10 +116,19 @@ pools:
     server_host: 127.0.0.1
     server_port: %d
     users:
-      - username: rw
+      - username: %s
         password: '%s'
-        pool_size: 2
-`, standby.Port, verifier))
+        pool_size: %d
+`, standby.Port, user, verifier, poolSize))
+	return standby, d
+}
+
+// TestReadWriteAfterPromotion: pg_doorman in front of a standby; a client
+// asking for target_session_attrs=read-write is refused; after the standby
+// is promoted, the same client connects (PgBouncer would keep reporting the
+// stale in_hot_standby=on and refuse it).
+func TestReadWriteAfterPromotion(t *testing.T) {
+	standby, d := doormanOnStandby(t, "rw", "rw-secret", 2)
 	ctx := context.Background()
 	dsn := d.DSN("rw", "rw-secret", "postgres") + " target_session_attrs=read-write"
 	// A first plain login teaches the pool the SCRAM key (passthrough).
@@ -149,25 +157,7 @@ pools:
 // ParameterStatus and sends none). PostgreSQL reports the change on the old
 // connection only when it next runs a statement.
 func TestHotStandbyReportedAfterPromotion(t *testing.T) {
-	primary := pgtest.Start(t, pgtest.Options{})
-	verifier := primary.CreateUser(t, "hs", "hs-secret", "scram-sha-256")
-	standby := primary.AddReplica(t)
-	primary.WaitReplay(t, standby)
-	d := apptest.Start(t, fmt.Sprintf(`general:
-  host: 127.0.0.1
-  port: {{PORT}}
-  unix_socket_dir: "{{DIR}}"
-  admin_username: admin
-  admin_password: admin-secret
-pools:
-  postgres:
-    server_host: 127.0.0.1
-    server_port: %d
-    users:
-      - username: hs
-        password: '%s'
-        pool_size: 1
-`, standby.Port, verifier))
+	standby, d := doormanOnStandby(t, "hs", "hs-secret", 1)
 	ctx := context.Background()
 	hotStandby := func() (string, error) {
 		c, err := pgx.Connect(ctx, d.DSN("hs", "hs-secret", "postgres"))

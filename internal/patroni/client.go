@@ -199,18 +199,25 @@ func (c *Client) FetchCluster(ctx context.Context) (*Cluster, string, error) {
 
 // fetchOne performs one URL's request under the per-request timeout and
 // reports it to the observer.
-func (c *Client) fetchOne(ctx context.Context, base string) (cl *Cluster, err error) {
+func (c *Client) fetchOne(ctx context.Context, base string) (*Cluster, error) {
+	return fetchParsed(c, ctx, base, "/cluster", ParseCluster)
+}
+
+// fetchParsed GETs base+path under the per-request timeout, parses the body
+// and reports the request, parse errors included, to the observer under
+// base.
+func fetchParsed[V any](c *Client, ctx context.Context, base, path string, parse func([]byte) (V, error)) (v V, err error) {
 	start := time.Now()
 	if c.observer != nil {
 		defer func() { c.observer.OnRequest(base, time.Since(start), err) }()
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	body, err := c.get(ctx, base+"/cluster")
+	body, err := c.get(ctx, base+path)
 	if err != nil {
-		return nil, err
+		return v, err
 	}
-	return ParseCluster(body)
+	return parse(body)
 }
 
 // get returns the body of a 200 answer, read through a size limit.

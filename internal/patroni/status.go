@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 )
 
 // MemberStatus is the part of a member's own GET /patroni answer that says
@@ -55,20 +54,14 @@ func ParseMemberStatus(body []byte) (MemberStatus, error) {
 // HTTP status other than 200 is an error (Patroni answers /patroni with 200
 // whenever it runs). The request is bounded by the client's Timeout and
 // reported to the observer under the member's base URL.
-func (c *Client) FetchMemberStatus(ctx context.Context, api string) (st MemberStatus, err error) {
+func (c *Client) FetchMemberStatus(ctx context.Context, api string) (MemberStatus, error) {
 	base, err := NormalizeURL(api)
 	if err != nil {
 		return MemberStatus{}, fmt.Errorf("fetch member status: %w", err)
 	}
-	start := time.Now()
-	if c.observer != nil {
-		defer func() { c.observer.OnRequest(base, time.Since(start), err) }()
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	body, err := c.get(ctx, base+"/patroni")
+	st, err := fetchParsed(c, ctx, base, "/patroni", ParseMemberStatus)
 	if err != nil {
 		return MemberStatus{}, fmt.Errorf("fetch member status: %w", err)
 	}
-	return ParseMemberStatus(body)
+	return st, nil
 }

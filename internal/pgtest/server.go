@@ -180,6 +180,17 @@ func (c *Cluster) pid() (int, error) {
 	return c.cmd.Process.Pid, nil
 }
 
+// PostmasterPID returns the running postmaster's pid (e.g. to pin it to a
+// CPU in a benchmark).
+func (c *Cluster) PostmasterPID(t testing.TB) int {
+	t.Helper()
+	pid, err := c.pid()
+	if err != nil {
+		t.Fatalf("postmaster pid: %v", err)
+	}
+	return pid
+}
+
 // stop shuts the server down with the given signal and waits; after
 // opTimeout it kills the whole process tree.
 func (c *Cluster) stop(sig syscall.Signal) error {

@@ -422,20 +422,6 @@ func (p *Pool[T]) abandon(w *waiter[T]) {
 	}
 }
 
-// permitMode says how create gets a coordinator permit.
-type permitMode int
-
-const (
-	// permitJIT: the fast path inside the burst-gate slot, else the slot
-	// is given back while the coordinator waits (phases R to E).
-	permitJIT permitMode = iota
-	// permitTryOnly: the fast path only; replenish gives up at the limit.
-	permitTryOnly
-)
-
-// errNoPermit ends a permitTryOnly create when the database is at its limit.
-var errNoPermit = errors.New("no database permit without waiting")
-
 // create connects inside a burst-gate slot the caller holds (total and
 // creating already counted for it). With a coordinator the permit is taken
 // just in time, here in the slot; permit is non-nil when the caller got one
@@ -486,13 +472,6 @@ func (p *Pool[T]) create(ctx context.Context, permit Permit, mode permitMode) (*
 	return c, nil
 }
 
-func (p *Pool[T]) tryPermitFast() (Permit, bool) {
-	if p.tryPerm == nil {
-		return nil, false
-	}
-	return p.tryPerm()
-}
-
 // createFailed gives back the caller's slot after a failed create.
 func (p *Pool[T]) createFailed(err error) error {
 	p.mu.Lock()
@@ -509,42 +488,6 @@ func (p *Pool[T]) leaveSlotLocked() {
 	p.total--
 	p.grantCreatesLocked()
 	p.signalDrainedLocked()
-}
-
-// createAfterPermit is the coordinator's slow path. Waiting for a permit
-// (reserve, eviction, a neighbour's return) can take up to
-// reserve_pool_timeout; the burst-gate slot is given back meanwhile so that
-// the pool's other connects go on, and taken again, first in line, with
-// the permit in hand. A connection returned in the meantime is taken
-// instead when the pool is full, and the permit is released.
-func (p *Pool[T]) createAfterPermit(ctx context.Context) (*Conn[T], error) {
-	p.mu.Lock()
-	p.leaveSlotLocked()
-	p.counters.PermitWaits++
-	p.mu.Unlock()
-	pm, err := p.permit(ctx)
-	if err != nil {
-		p.count(func(c *Counters) { c.CreateErrors++ })
-		return nil, err // the coordinator's own error (exhausted, timeout)
-	}
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		if pm != nil { // nil when a reload removed the coordinator meanwhile
-			pm.Release()
-		}
-		return nil, ErrClosed
-	}
-	if !p.paused && p.total < p.cfg.MaxSize && p.creating < p.cfg.MaxParallelCreates {
-		p.total++
-		p.creating++
-		p.mu.Unlock()
-		return p.create(ctx, pm, permitJIT)
-	}
-	w := &waiter[T]{ch: make(chan grant[T], 1), since: p.now(), createOK: true, createOnly: true, permit: pm}
-	w.elem = p.waiters.PushFront(w)
-	p.mu.Unlock()
-	return p.wait(ctx, w)
 }
 
 func jittered(d time.Duration, f func() float64) time.Duration {
@@ -658,15 +601,4 @@ func (p *Pool[T]) signalDrainedLocked() {
 		close(ch)
 	}
 	p.drained = nil
-}
-
-// Permit is a connection permit of the pool coordinator.
-type Permit interface {
-	Release()
-}
-
-// Upgrader is a permit that may move from the reserve to the main quota.
-type Upgrader interface {
-	Reserve() bool
-	Upgrade() bool
 }

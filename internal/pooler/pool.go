@@ -198,13 +198,7 @@ func (p *Pool) ServerParams(ctx context.Context) (map[string]string, error) {
 			done := make(chan struct{})
 			p.paramsRefresh = done
 			p.mu.Unlock()
-			defer func() {
-				p.mu.Lock()
-				p.paramsRefresh = nil
-				p.mu.Unlock()
-				close(done)
-			}()
-			return p.refreshServerParams(ctx, sp)
+			return p.refreshServerParams(ctx, sp, done)
 		}
 		p.mu.Unlock()
 		select {
@@ -234,8 +228,15 @@ func (p *Pool) ExpireServerParams() {
 }
 
 // refreshServerParams reads the set from a real connection; on failure it
-// returns stale (if any) instead of the error.
-func (p *Pool) refreshServerParams(ctx context.Context, stale map[string]string) (map[string]string, error) {
+// returns stale (if any) instead of the error. It ends the refresh in
+// flight: done is closed after the new set (if any) is in place.
+func (p *Pool) refreshServerParams(ctx context.Context, stale map[string]string, done chan struct{}) (map[string]string, error) {
+	defer func() {
+		p.mu.Lock()
+		p.paramsRefresh = nil
+		p.mu.Unlock()
+		close(done)
+	}()
 	c, err := p.Acquire(ctx)
 	if err == nil {
 		if err = check(ctx, c.Value); err != nil {

@@ -33,15 +33,29 @@ func selfCPU(t *testing.T) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// procCPU is the CPU time (user + system) process pid has used, from
-// /proc/pid/stat (clock ticks of 1/100 s).
-func procCPU(t *testing.T, pid int) time.Duration {
+// statFields returns the fields of /proc/pid/stat from field 3 (state) on:
+// index i holds field i+3. The command name before them is in parentheses
+// and may contain anything.
+func statFields(pid int) ([]string, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return nil, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	return strings.Fields(string(b[i+1:])), nil
+}
+
+// procCPU is the CPU time (user + system) process pid has used, from
+// /proc/pid/stat fields 14 and 15 (clock ticks of 1/100 s).
+func procCPU(t *testing.T, pid int) time.Duration {
+	f, err := statFields(pid)
 	require.NoError(t, err)
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:])) // fields from 3 (state) on
-	ut, err := strconv.ParseInt(f[11], 10, 64)                               // field 14
+	ut, err := strconv.ParseInt(f[14-3], 10, 64)
 	require.NoError(t, err)
-	st, err := strconv.ParseInt(f[12], 10, 64) // field 15
+	st, err := strconv.ParseInt(f[15-3], 10, 64)
 	require.NoError(t, err)
 	return time.Duration(ut+st) * 10 * time.Millisecond
 }
@@ -116,7 +130,7 @@ func TestPgbenchRatio(t *testing.T) {
 	// Next to the applications the proxy takes no CPU from PostgreSQL.
 	// Model that: PostgreSQL (the postmaster and every process it has or
 	// forks) and pgbench on CPU 0, the proxies on CPU 1.
-	pinTree(t, postmasterPID(t, pg.DataDir), 0)
+	pinTree(t, pg.PostmasterPID(t), 0)
 	pinSelf(t, 1)
 	pinTree(t, haPID, 1)
 	d1, _ := run(pg.Port, none, "0")
@@ -127,15 +141,6 @@ func TestPgbenchRatio(t *testing.T) {
 	t.Logf("pgbench -S -c %s pinned (PostgreSQL and pgbench on CPU 0, the proxy on CPU 1): direct %.0f tps (runs %.0f, %.0f), "+
 		"through patroni_proxy %.0f tps, ratio %.3f; through HAProxy %.0f tps, ratio %.3f; patroni_proxy/HAProxy %.3f",
 		clients, d, d1, d2, px, px/d, hp, hp/d, px/hp)
-}
-
-// postmasterPID reads the first line of data/postmaster.pid.
-func postmasterPID(t *testing.T, dataDir string) int {
-	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
-	require.NoError(t, err)
-	pid, err := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0])
-	require.NoError(t, err)
-	return pid
 }
 
 // pinTree pins every thread of pid and of its child processes to cpu
@@ -149,12 +154,11 @@ func pinTree(t *testing.T, pid, cpu int) {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
-		if err != nil {
+		f, err := statFields(child)
+		if err != nil || len(f) < 2 {
 			continue
 		}
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-		if ppid, _ := strconv.Atoi(f[1]); ppid == pid {
+		if ppid, _ := strconv.Atoi(f[4-3]); ppid == pid {
 			pids = append(pids, child)
 		}
 	}
