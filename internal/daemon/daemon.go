@@ -15,6 +15,7 @@ import (
 
 	"github.com/doorman-go/doorman/internal/auth/hba"
 	"github.com/doorman-go/doorman/internal/config"
+	"github.com/doorman-go/doorman/internal/memlimit"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/session"
 )
@@ -29,6 +30,8 @@ type Daemon struct {
 
 	Pools   *pooler.Registry
 	Clients *session.Registry
+	// Memory is the max_memory_usage budget; Reload changes its limit.
+	Memory *memlimit.Budget
 
 	cfgPath string
 	hba     atomic.Pointer[hba.Rules]
@@ -62,6 +65,7 @@ func New(cfg *config.Config, log *zap.Logger, level zap.AtomicLevel) (*Daemon, e
 		Log: log, Level: level, cfgPath: cfg.Path,
 		Pools:    pooler.NewRegistry(cfg, log),
 		Clients:  session.NewRegistry(),
+		Memory:   memlimit.New(int64(cfg.General.MaxMemoryUsage)),
 		shutdown: make(chan struct{}),
 		drained:  make(chan struct{}),
 	}
@@ -125,6 +129,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		HBA:     func() *hba.Rules { return d.hba.Load() },
 		Admin:   d.Hooks.Admin,
 		Metrics: d.Hooks.Metrics,
+		Memory:  d.Memory,
 	}
 	go d.Pools.Run(ctx)
 	var accept sync.WaitGroup

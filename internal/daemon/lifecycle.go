@@ -33,6 +33,7 @@ func (d *Daemon) Reload() error {
 		return err
 	}
 	d.Pools.Apply(cfg)
+	d.Memory.SetLimit(int64(cfg.General.MaxMemoryUsage))
 	if lvl, err := zapLevel(cfg.General.LogLevel); err == nil {
 		d.Level.SetLevel(lvl)
 	}

@@ -24,6 +24,11 @@ var (
 		"Whether the last configuration reload succeeded (1) or failed and the previous configuration stayed (0).", nil, nil)
 	reloadsDesc = prometheus.NewDesc("pg_doorman_config_reloads_total",
 		"Successful configuration reloads since start.", nil, nil)
+	memoryBudgetDesc = prometheus.NewDesc("pg_doorman_memory_budget_bytes",
+		"max_memory_usage: bytes of message buffers held now (used), the most held at once since start (peak) and the limit (limit, 0 = none).",
+		[]string{"type"}, nil)
+	memoryRefusalsDesc = prometheus.NewDesc("pg_doorman_memory_budget_refusals_total",
+		"Messages that did not fit max_memory_usage (then streamed, or the request refused).", nil, nil)
 	buildInfoDesc = prometheus.NewDesc("pg_doorman_build_info",
 		"Always 1; the version label is the running pg_doorman version.", []string{"version"}, nil)
 )
@@ -34,7 +39,7 @@ type daemonCollector struct{ m *Metrics }
 func (c *daemonCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		totalMemoryDesc, connectionCountDesc, connectionsTotalDesc, clientConnectionsDesc,
-		reloadSuccessDesc, reloadsDesc, buildInfoDesc,
+		reloadSuccessDesc, reloadsDesc, buildInfoDesc, memoryBudgetDesc, memoryRefusalsDesc,
 	} {
 		ch <- d
 	}
@@ -60,6 +65,11 @@ func (c *daemonCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(reloadSuccessDesc, prometheus.GaugeValue, boolFloat(!lastFailed))
 	ch <- prometheus.MustNewConstMetric(reloadsDesc, prometheus.CounterValue, float64(reloads))
 	ch <- prometheus.MustNewConstMetric(buildInfoDesc, prometheus.GaugeValue, 1, daemon.Version)
+	b := m.d.Memory
+	ch <- prometheus.MustNewConstMetric(memoryBudgetDesc, prometheus.GaugeValue, float64(b.Used()), "used")
+	ch <- prometheus.MustNewConstMetric(memoryBudgetDesc, prometheus.GaugeValue, float64(b.Peak()), "peak")
+	ch <- prometheus.MustNewConstMetric(memoryBudgetDesc, prometheus.GaugeValue, float64(max(b.Limit(), 0)), "limit")
+	ch <- prometheus.MustNewConstMetric(memoryRefusalsDesc, prometheus.CounterValue, float64(b.Refusals()))
 }
 
 // runtimeTotalMemory is what the Go runtime has mapped from the OS: the

@@ -32,6 +32,7 @@ type Metrics struct {
 	loginFailures *prometheus.CounterVec
 	serverLost    *prometheus.CounterVec
 	rejected      *prometheus.CounterVec
+	clientErrors  *prometheus.CounterVec
 
 	// Client connections by kind since start, for pg_doorman_connection_count.
 	plain, tls, cancel, other atomic.Uint64
@@ -62,11 +63,18 @@ func New(d *daemon.Daemon) *Metrics {
 	for _, r := range []string{"admin", "hba", "no_pool", "no_password", "password", "server_login"} {
 		m.loginFailures.WithLabelValues(r)
 	}
+	m.clientErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pg_doorman_client_errors_total",
+		Help: "Faults of logged-in clients that pg_doorman answered itself, by reason (protocol_violation, message_too_large, message_timeout, max_memory_usage).",
+	}, []string{"reason"})
 	m.rejected.WithLabelValues("max_connections")
+	for _, r := range []string{"protocol_violation", "message_too_large", "message_timeout", "max_memory_usage"} {
+		m.clientErrors.WithLabelValues(r)
+	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.logins, m.loginFailures, m.serverLost, m.rejected,
+		m.logins, m.loginFailures, m.serverLost, m.rejected, m.clientErrors,
 		&daemonCollector{m: m},
 		newPoolCollector(d),
 		coordinatorCollector{d},
@@ -94,6 +102,10 @@ func (m *Metrics) LoginFailure(reason string) { m.loginFailures.WithLabelValues(
 // ServerLost counts a server connection lost under a client
 // (session.Metrics).
 func (m *Metrics) ServerLost(db, user string) { m.serverLost.WithLabelValues(user, db).Inc() }
+
+// ClientError counts a logged-in client's fault answered by pg_doorman
+// (session.Metrics).
+func (m *Metrics) ClientError(reason string) { m.clientErrors.WithLabelValues(reason).Inc() }
 
 // Rejected counts a client connection refused before startup, such as over
 // max_connections (daemon.Hooks.Rejected).

@@ -293,5 +293,20 @@ func (r *Reader) dropBuf() {
 	r.r, r.w = 0, 0
 }
 
+// BufferSize is the size of the buffer the reader holds now, 0 while released.
+func (r *Reader) BufferSize() int { return len(r.buf) }
+
+// GrowthFor reports the buffer size the reader will hold after reading a frame of n bytes
+// whole with Next: its current size when the frame fits, else what grow picks.
+func (r *Reader) GrowthFor(n int) int {
+	switch {
+	case r.buf == nil:
+		return max(n, r.bufSize)
+	case n <= len(r.buf):
+		return len(r.buf)
+	}
+	return max(n, min(2*len(r.buf), 1+r.maxLen))
+}
+
 // Released reports whether the reader holds no buffer (see Release).
 func (r *Reader) Released() bool { return r.buf == nil }

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"testing"
@@ -428,6 +429,31 @@ func BenchmarkForwardFrameStream(b *testing.B) {
 		for range frames {
 			if _, err := r.ForwardFrame(io.Discard); err != nil {
 				b.Fatal(err)
+			}
+		}
+	}
+}
+
+func TestGrowthForPredictsBufferSize(t *testing.T) {
+	for _, sizes := range [][]int{{10}, {20000}, {100, 9000, 9100, 30000}, {70000, 10}} {
+		var stream []byte
+		for _, n := range sizes {
+			stream = append(stream, 'd', 0, 0, 0, 0)
+			binary.BigEndian.PutUint32(stream[len(stream)-4:], uint32(n+4))
+			stream = append(stream, make([]byte, n)...)
+		}
+		r := NewReader(bytes.NewReader(stream), 0, 0)
+		for range sizes {
+			_, frameLen, err := r.PeekHeader()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := r.GrowthFor(frameLen)
+			if _, err := r.Next(); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.BufferSize(); got != want {
+				t.Fatalf("sizes %v: frame of %d: GrowthFor said %d, buffer is %d", sizes, frameLen, want, got)
 			}
 		}
 	}

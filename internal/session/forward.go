@@ -14,6 +14,7 @@ import (
 	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/coordinator"
 	"github.com/doorman-go/doorman/internal/fallback"
+	"github.com/doorman-go/doorman/internal/memlimit"
 	"github.com/doorman-go/doorman/internal/pool"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/protocol"
@@ -38,8 +39,11 @@ func putBuf(b *[]byte) {
 // run is the client loop: read client messages, attach a server connection
 // when one is needed, and forward.
 func (s *Session) run(ctx context.Context) error {
-	s.crd = protocol.NewReader(s.nc, 0, MaxClientMessage)
 	g := s.general()
+	s.guard = stallGuard{nc: s.nc, timeout: g.ProxyCopyDataTimeout}
+	s.crd = protocol.NewReader(&s.guard, 0, MaxClientMessage)
+	s.cmem = memlimit.NewAccount(s.env.Memory)
+	defer func() { s.cmem.Set(0) }()
 	stream := int(g.MessageSizeToBeStream)
 	if stream <= 0 {
 		stream = 1 << 20
@@ -53,16 +57,49 @@ func (s *Session) run(ctx context.Context) error {
 			s.state.Store(StateIdle)
 		}
 		typ, n, err := s.peekClient(srv == nil)
+		s.cmem.Set(grownSize(s.crd))
 		if err != nil {
-			return fmt.Errorf("read client: %w: %w", errClientGone, err)
+			return s.clientReadError(err)
 		}
 		if typ == protocol.MsgTerminate {
 			return nil
 		}
+		if code, msg, ok := checkClientMessage(typ, n); !ok {
+			s.clientError("protocol_violation", code, msg)
+			return fmt.Errorf("client protocol violation: %s", msg)
+		}
+		if srv == nil && s.skipToSync {
+			if err := s.skipMessage(typ, n); err != nil {
+				return err
+			}
+			continue
+		}
+		mustBuffer := s.rewriting() && carriesStatementName(typ)
+		whole := n <= stream || mustBuffer
+		if whole && !reserveFor(&s.cmem, s.crd, n) {
+			switch {
+			case srv == nil && (sbuf == nil || len(*sbuf) == 0):
+				if err := s.refuseRequest(typ, n); err != nil {
+					return err
+				}
+				continue
+			case !mustBuffer:
+				s.memoryRefused("client", "streamed", n)
+				whole = false
+			default:
+				s.memoryRefused("client", "session ended", n)
+				s.clientError("max_memory_usage", "53200", "out of memory: pg_doorman's max_memory_usage is reached")
+				return errors.New("client message does not fit max_memory_usage")
+			}
+		}
 		var f protocol.Frame
-		if n <= stream || (s.rewriting() && carriesStatementName(typ)) {
-			if f, err = s.crd.Next(); err != nil {
-				return fmt.Errorf("read client: %w: %w", errClientGone, err)
+		if whole {
+			s.guard.arm(s.crd, n)
+			f, err = s.crd.Next()
+			s.guard.disarm()
+			s.cmem.Set(grownSize(s.crd))
+			if err != nil {
+				return s.clientReadError(err)
 			}
 		}
 		if srv == nil && f != nil && typ == protocol.MsgQuery && checkQuery != "" && isCheckQuery(f.Body(), checkQuery) {
@@ -86,14 +123,15 @@ func (s *Session) run(ctx context.Context) error {
 		if srv, err = s.forward(ctx, typ, f, sbuf); err != nil {
 			return err
 		}
+		if grownSize(s.crd) > 0 && s.crd.Buffered() < protocol.DefaultBufferSize {
+			// f has been copied out: a buffer grown for it goes back now,
+			// not when the client next speaks.
+			s.crd.Shrink()
+			s.cmem.Set(grownSize(s.crd))
+		}
 		if f == nil { // large message: stream it
-			if err := s.flushServer(srv, sbuf); err != nil {
+			if err := s.streamToServer(srv, sbuf, n); err != nil {
 				return err
-			}
-			m, err := s.crd.ForwardFrame(srv.Value.NetConn())
-			s.pool.Stats.BytesReceived.Add(uint64(m))
-			if err != nil {
-				return s.serverWriteFailed(srv, err)
 			}
 			continue
 		}
@@ -106,6 +144,28 @@ func (s *Session) run(ctx context.Context) error {
 			s.wakeIfFakeDue(srv)
 		}
 	}
+}
+
+// streamToServer forwards a message too large to buffer in chunks. A
+// failure to read the client (gone, or stalled past proxy_copy_data_timeout)
+// ends the session like any client read error; the server, left in the
+// middle of a message, is then destroyed by detachOnExit.
+func (s *Session) streamToServer(srv *pooler.Conn, sbuf *[]byte, frameLen int) error {
+	if err := s.flushServer(srv, sbuf); err != nil {
+		return err
+	}
+	s.guard.readErr = nil
+	s.guard.arm(s.crd, frameLen)
+	m, err := s.crd.ForwardFrame(srv.Value.NetConn())
+	s.guard.disarm()
+	s.pool.Stats.BytesReceived.Add(uint64(m))
+	if err == nil {
+		return nil
+	}
+	if s.guard.readErr != nil {
+		return s.clientReadError(err)
+	}
+	return s.serverWriteFailed(srv, err)
 }
 
 // idleRelease is how long a client between transactions keeps its read
@@ -122,6 +182,7 @@ func (s *Session) peekClient(between bool) (byte, int, error) {
 		return s.crd.PeekHeader()
 	}
 	s.crd.Shrink() // a buffer grown for a large message goes back now
+	s.cmem.Set(grownSize(s.crd))
 	if s.crd.Released() {
 		return s.crd.PeekHeader()
 	}

@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func setupUsers(t *testing.T) {
+func setupUsers(t testing.TB) {
 	usersOnce.Do(func() {
 		scramVer = pg.CreateUser(t, "app", "app-secret", "scram-sha-256")
 		md5Ver = pg.CreateUser(t, "app_md5", "md5-secret", "md5")
@@ -45,7 +45,7 @@ func setupUsers(t *testing.T) {
 
 // poolConfig is a pg_doorman config in front of the package's PostgreSQL
 // over TCP, so that server authentication (passthrough) really happens.
-func poolConfig(t *testing.T, extraGeneral, poolMode string, poolSize int) string {
+func poolConfig(t testing.TB, extraGeneral, poolMode string, poolSize int) string {
 	setupUsers(t)
 	if !strings.Contains(extraGeneral, "query_wait_timeout") {
 		extraGeneral += "\n  query_wait_timeout: 3s"

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doorman-go/doorman/internal/backend"
+	"github.com/doorman-go/doorman/internal/memlimit"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/protocol"
 )
@@ -21,7 +22,6 @@ func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
 	defer close(done)
 	conn := c.Value
 	rd := conn.Reader
-	st := &s.pool.Stats
 	stream := int(s.general().MessageSizeToBeStream)
 	if stream <= 0 {
 		stream = 1 << 20
@@ -29,8 +29,10 @@ func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
 	transaction := s.pool.Settings().Mode() != "session"
 	buf := getBuf()
 	defer func() { putBuf(buf) }()
+	smem := memlimit.NewAccount(s.env.Memory)
+	defer func() { smem.Set(0) }()
 	for {
-		if rd.Buffered() == 0 && len(*buf) > 0 {
+		if len(*buf) > 0 && (rd.Buffered() == 0 || len(*buf) >= clientFlushThreshold) {
 			if err := s.flushClient(buf); err != nil {
 				s.clientWriteFailed(c, err)
 				return
@@ -44,26 +46,24 @@ func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
 			s.serverReadFailed(c, err)
 			return
 		}
-		if n > stream {
-			if err := s.flushClient(buf); err != nil {
-				s.clientWriteFailed(c, err)
-				return
+		streamIt := n > stream
+		if !streamIt && !reserveFor(&smem, rd, n) {
+			// Over max_memory_usage: a message the pooler need not
+			// inspect is streamed instead of buffered; one it must
+			// inspect is read anyway (and counted).
+			if !s.rewriting() || !answersRequest(typ) {
+				streamIt = true
+				s.memoryRefused("server", "streamed", n)
 			}
-			s.wmu.Lock()
-			m, err := rd.ForwardFrame(s.nc)
-			s.wmu.Unlock()
-			st.BytesSent.Add(uint64(m))
-			if err != nil {
-				if rd.Buffered() == 0 && m == 0 {
-					s.serverReadFailed(c, err)
-				} else {
-					s.clientWriteFailed(c, err)
-				}
+		}
+		if streamIt {
+			if err := s.streamToClient(c, buf); err != nil {
 				return
 			}
 			continue
 		}
 		f, err := rd.Next()
+		smem.Set(grownSize(rd))
 		if err != nil {
 			if s.woken(conn, buf) {
 				continue
@@ -71,7 +71,8 @@ func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
 			s.serverReadFailed(c, err)
 			return
 		}
-		if s.rewriting() && (answersRequest(typ) || s.fakes.Load() > 0) {
+		switch {
+		case s.rewriting() && (answersRequest(typ) || s.fakes.Load() > 0):
 			// Answers the pooler owes go before and right after this
 			// message, in queue order.
 			s.mu.Lock()
@@ -81,7 +82,18 @@ func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
 			}
 			*buf = s.emitFakesLocked(*buf)
 			s.mu.Unlock()
-		} else {
+		case len(f) >= clientFlushThreshold:
+			// A large frame goes out on its own, straight from the
+			// reader's buffer.
+			if err := s.flushClient(buf); err != nil {
+				s.clientWriteFailed(c, err)
+				return
+			}
+			if err := s.writeClient(f); err != nil {
+				s.clientWriteFailed(c, err)
+				return
+			}
+		default:
 			*buf = append(*buf, f...)
 		}
 		switch typ {
@@ -186,6 +198,43 @@ func (s *Session) execCleanup(c *pooler.Conn, q string) error {
 		return err
 	}
 	return nil
+}
+
+// streamToClient forwards the next server message in chunks without
+// buffering it whole, after everything gathered before it (answers the
+// pooler owes included). It reports a failure after handling it.
+func (s *Session) streamToClient(c *pooler.Conn, buf *[]byte) error {
+	if s.rewriting() && s.fakes.Load() > 0 {
+		s.mu.Lock()
+		*buf = s.emitFakesLocked(*buf)
+		s.mu.Unlock()
+	}
+	if err := s.flushClient(buf); err != nil {
+		s.clientWriteFailed(c, err)
+		return err
+	}
+	rd := c.Value.Reader
+	s.wmu.Lock()
+	m, err := rd.ForwardFrame(s.nc)
+	s.wmu.Unlock()
+	s.pool.Stats.BytesSent.Add(uint64(m))
+	if err != nil {
+		if rd.Buffered() == 0 && m == 0 {
+			s.serverReadFailed(c, err)
+		} else {
+			s.clientWriteFailed(c, err)
+		}
+	}
+	return err
+}
+
+// writeClient writes one frame to the client under the write lock.
+func (s *Session) writeClient(f []byte) error {
+	s.wmu.Lock()
+	n, err := s.nc.Write(f)
+	s.wmu.Unlock()
+	s.pool.Stats.BytesSent.Add(uint64(n))
+	return err
 }
 
 func (s *Session) flushClient(buf *[]byte) error {

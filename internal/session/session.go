@@ -16,6 +16,7 @@ import (
 	"github.com/doorman-go/doorman/internal/auth/hba"
 	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/config"
+	"github.com/doorman-go/doorman/internal/memlimit"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/prepared"
 	"github.com/doorman-go/doorman/internal/protocol"
@@ -41,6 +42,9 @@ type Env struct {
 	Admin func(ctx context.Context, s *Session) error
 	// Metrics hooks may be nil.
 	Metrics Metrics
+	// Memory is the max_memory_usage budget of message buffers; nil means
+	// no limit.
+	Memory *memlimit.Budget
 }
 
 // Metrics receives session events for Prometheus.
@@ -51,6 +55,10 @@ type Metrics interface {
 	// ClientConnection counts a client connection by kind once its first
 	// packet is known: "plain", "tls" or "cancel".
 	ClientConnection(kind string)
+	// ClientError counts a logged-in client's fault that pg_doorman
+	// answered itself: "protocol_violation", "message_too_large",
+	// "message_timeout", "max_memory_usage".
+	ClientError(reason string)
 }
 
 // State of a client for SHOW CLIENTS.
@@ -110,6 +118,11 @@ type Session struct {
 	cancelPID, cancelSecret uint32
 	clientParams            map[string]string // what the client has been told
 	sbuf                    []byte            // bytes for the server, owned by Serve
+
+	// Owned by the client loop.
+	guard      stallGuard       // under crd: bounds a message's reads once it has begun
+	cmem       memlimit.Account // crd's grown buffer against max_memory_usage
+	skipToSync bool             // a refused extended-protocol message: drop messages up to Sync
 }
 
 // State returns the client's state for SHOW CLIENTS.
