@@ -21,9 +21,17 @@
 // tcp_keepalives_idle/interval and tcp_user_timeout are integer seconds.
 // Sizes: bare integer = bytes, or B/K/KB/M/MB/G/GB (binary, any case).
 //
+// max_concurrent_creates lowers scaling_max_parallel_creates when tighter
+// (both bound connects in flight per pool; the pool enforces the latter).
+//
+// A documented key whose value asks for behaviour pg_doorman lacks (client
+// or server TLS, auth_query, PAM, JWT, Talos, syslog, a COPY timeout,
+// logging SET commands) is refused with an error wrapping ErrNotImplemented;
+// documented defaults always load. Tokio-only keys and backlog are accepted
+// and do nothing: a non-default value yields a warning.
+//
 // Extensions: general.unix_socket_dir ("/tmp"; "" disables the unix
 // listener; see UnixSocketPath), users[].pool_mode, environment overrides.
-// Tokio-only keys are stored and mean nothing here. pg_hba text is loaded,
-// not parsed. Settings and Redacted mask secrets for SHOW CONFIG and logs.
+// pg_hba text is loaded, not parsed. Settings and Redacted mask secrets for SHOW CONFIG and logs.
 // A loaded *Config is read-only and safe to share; reload builds a new one.
 package config

@@ -43,7 +43,10 @@ func (d *decoder) validate(cfg *Config) []string {
 	for _, name := range sortedPoolNames(cfg.Pools) {
 		d.validatePool(cfg.Pools[name], &cfg.General, &w)
 	}
-	return w
+	if !d.lenient {
+		d.refuseUnimplemented(cfg)
+	}
+	return append(w, runtimeKnobWarnings(&cfg.General)...)
 }
 
 func (d *decoder) validateGeneral(g *General, w *[]string) {
