@@ -54,7 +54,7 @@ pools:
 general: {log_level: "warn,pg_doorman::pool=debug"}
 pools: {db: {users: [{username: u, password: ` + md5Verifier + `}]}}
 `,
-			want: []string{`general.log_level: per-module filters "pg_doorman::pool=debug" are ignored`},
+			want: []string{`general.log_level: per-module filters "pg_doorman::pool=debug" are ignored, the global level warn applies`},
 		},
 		{
 			name: "runtime knobs at their defaults say nothing",
