@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -32,6 +33,39 @@ func TestCommandLine(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("CONFIG_FILE", tt.env)
 			require.Equal(t, tt.want, run(tt.args))
+		})
+	}
+}
+
+// TestCheckRefusesUnimplemented: -t exits 1 and names the key of a
+// setting whose behaviour is missing; the defaults pass.
+func TestCheckRefusesUnimplemented(t *testing.T) {
+	bin, err := buildBinary()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	tests := []struct {
+		name, general string
+		want          int
+		out           string
+	}{
+		{"defaults", "port: 6432", 0, "is valid"},
+		{"tls_mode require", "tls_mode: require\n  tls_certificate: c.pem\n  tls_private_key: k.pem", 1, "general.tls_mode: not implemented yet"},
+		{"server_tls_mode require", "server_tls_mode: require", 1, "general.server_tls_mode: not implemented yet"},
+		{"worker_threads", "worker_threads: 16", 0, "warning: general.worker_threads: Tokio runtime settings, no effect"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, "c.yaml")
+			require.NoError(t, os.WriteFile(path, []byte("general:\n  "+tt.general+"\npools: {db: {users: [{username: u, password: md5c4ca4238a0b923820dcc509a6f75849b}]}}\n"), 0o600))
+			out, err := exec.Command(bin, "-t", path).CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else {
+				require.NoError(t, err)
+			}
+			require.Equal(t, tt.want, code, "%s", out)
+			require.Contains(t, string(out), tt.out)
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/doorman-go/doorman/internal/app"
 	"github.com/doorman-go/doorman/internal/config"
@@ -42,7 +43,7 @@ func run(args []string) int {
 	}
 	fl := cmd.Flags()
 	fl.BoolVarP(&f.test, "test-config", "t", false, "validate the config file and exit (0 valid, 1 invalid)")
-	fl.StringVarP(&f.logLevel, "log-level", "l", "", "log level: debug, info, warn, error (overrides general.log_level)")
+	fl.StringVarP(&f.logLevel, "log-level", "l", "", "log level: error, warn, info, debug, trace, off, or a filter like warn,pg_doorman::pool=debug (overrides general.log_level)")
 	fl.StringVarP(&f.logFormat, "log-format", "F", "text", "log format: text, structured, debug")
 	fl.BoolVarP(&f.noColor, "no-color", "n", false, "no colours in text logs")
 	fl.BoolVarP(&f.daemonize, "daemon", "d", false, "run in the background, PID in general.daemon_pid_file")
@@ -110,6 +111,13 @@ func start(f flags, args []string) int {
 	}
 	for _, w := range warnings {
 		log.Warn(w)
+	}
+	if f.logLevel != "" {
+		if l, err := logging.ParseLevel(f.logLevel, zapcore.InfoLevel); err == nil {
+			for _, n := range l.Notices {
+				log.Warn("--log-level: " + n)
+			}
+		}
 	}
 	if err := serve(cfg, log, atom); err != nil {
 		log.Error("pg_doorman failed", zap.Error(err))

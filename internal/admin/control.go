@@ -130,17 +130,15 @@ func (c *Console) set(dst []byte, key, value string) ([]byte, error) {
 	default:
 		return dst, errorf("42704", "SET failed: unknown parameter %q", key)
 	}
-	ch, err := parseLogLevel(value, c.initialLevel)
+	ch, err := c.parseLevel(value)
 	if err != nil {
 		return dst, errorf("22023", "%v", err)
 	}
 	for _, n := range ch.Notices {
 		dst = appendNotice(dst, n, "")
 	}
-	if !ch.Keep {
-		c.d.Level.SetLevel(ch.Level)
-		c.log.Info("log level changed from the admin console", zap.String("log_level", levelName(ch.Level)))
-	}
+	c.d.Level.SetLevel(ch.Level)
+	c.log.Info("log level changed from the admin console", zap.String("log_level", levelName(ch.Level)))
 	return appendTag(dst, "SET"), nil
 }
 

@@ -1,7 +1,8 @@
 // Package admin is pg_doorman's admin console: the virtual databases
 // "pgdoorman" and "pgbouncer" that answer PgBouncer-compatible commands
 // (SHOW POOLS/CLIENTS/SERVERS/STATS/DATABASES/USERS/LISTS/CONFIG/VERSION/
-// LOG_LEVEL/HELP, SET log_level, PAUSE, RESUME, RECONNECT, RELOAD, SHUTDOWN).
+// LOG_LEVEL/HELP/POOL_COORDINATOR/POOL_SCALING/PREPARED_STATEMENTS,
+// SET log_level, PAUSE, RESUME, RECONNECT, RELOAD, SHUTDOWN).
 //
 // Console is built once per daemon by New and serves every authenticated
 // admin session through Serve; the session package has already sent the
@@ -23,8 +24,11 @@
 // piece of state: the stats sample that SHOW STATS averages are computed
 // against (see stats.go). Serve owns its session's buffers.
 //
-// Not done here: SHOW POOLS_EXTENDED, POOLS_MEMORY, POOL_COORDINATOR,
-// POOL_SCALING, CONNECTIONS, PREPARED_STATEMENTS, AUTH_QUERY, SOCKETS and
-// UPGRADE of the Rust pg_doorman; per-module log filters are accepted and
-// ignored. Reference: https://www.pgbouncer.org/usage.html#admin-console
+// SET log_level reads values as general.log_level does (logging.ParseLevel;
+// module directives fold into one level, with a NOTICE); a bad value is
+// 22023 and a WARN in the log, and the level stays.
+//
+// Not done here: SHOW POOLS_EXTENDED, POOLS_MEMORY, CONNECTIONS, AUTH_QUERY,
+// SOCKETS and UPGRADE of the Rust pg_doorman.
+// Reference: https://www.pgbouncer.org/usage.html#admin-console
 package admin

@@ -4,55 +4,59 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/doorman-go/doorman/internal/logging"
 )
 
-func TestParseLogLevel(t *testing.T) {
+// TestSetLogLevelRefusedKeepsLevel: a bad SET log_level is an error to the
+// client and a WARN in the log, and the level stays.
+func TestSetLogLevelRefusedKeepsLevel(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		value   string
-		want    zapcore.Level
-		keep    bool
-		notices int
-		err     string
-	}{
-		{value: "debug", want: zapcore.DebugLevel},
-		{value: "INFO", want: zapcore.InfoLevel},
-		{value: " warn ", want: zapcore.WarnLevel},
-		{value: "warning", want: zapcore.WarnLevel},
-		{value: "error", want: zapcore.ErrorLevel},
-		{value: "trace", want: zapcore.DebugLevel, notices: 1},
-		{value: "off", want: levelOff},
-		{value: "default", want: zapcore.ErrorLevel}, // the initial level below
-		{value: "warn,pg_doorman::pool::pool_coordinator=debug", want: zapcore.WarnLevel, notices: 1},
-		{value: "pg_doorman=debug", keep: true, notices: 1},
-		{value: "", err: "empty"},
-		{value: " , ", err: "empty"},
-		{value: "loud", err: "want error, warn"},
-		{value: "info,debug", err: "more than one global level"},
-		{value: "fatal", err: "want error, warn"},
+	c, _ := newTestConsole(t, testConfig)
+	core, logs := observer.New(zapcore.DebugLevel)
+	c.log = zap.New(core)
+	require.Equal(t, "SET", query1(t, c, "SET log_level = 'warn'").Tag)
+
+	for _, v := range []string{"loud", "info,debug", "info,pg_doorman=loud", ""} {
+		r := query1(t, c, "SET log_level = '"+v+"'")
+		require.NotNil(t, r.Err, "%q must fail", v)
+		require.Equal(t, "22023", r.Err.Code)
+		require.Contains(t, r.Err.Message, "invalid log_level")
+		require.Equal(t, zapcore.WarnLevel, c.d.Level.Level(), "level kept after %q", v)
 	}
-	for _, tt := range tests {
-		t.Run(tt.value, func(t *testing.T) {
-			t.Parallel()
-			ch, err := parseLogLevel(tt.value, zapcore.ErrorLevel)
-			if tt.err != "" {
-				require.ErrorContains(t, err, tt.err)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, tt.keep, ch.Keep)
-			if !tt.keep {
-				require.Equal(t, tt.want, ch.Level)
-			}
-			require.Len(t, ch.Notices, tt.notices)
-		})
+	warns := logs.FilterMessage("SET log_level refused, keeping the current level").All()
+	require.Len(t, warns, 4)
+	for _, e := range warns {
+		require.Equal(t, zapcore.WarnLevel, e.Level)
+		require.Equal(t, "warn", e.ContextMap()["log_level"])
 	}
 }
 
-func TestLevelName(t *testing.T) {
+// TestSetLogLevelForms: what general.log_level accepts, SET accepts too,
+// with the same level.
+func TestSetLogLevelForms(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "debug", levelName(zapcore.DebugLevel))
-	require.Equal(t, "warn", levelName(zapcore.WarnLevel))
-	require.Equal(t, "off", levelName(levelOff))
+	c, _ := newTestConsole(t, testConfig)
+	tests := []struct {
+		value   string
+		want    zapcore.Level
+		notices int
+	}{
+		{value: "trace", want: zapcore.DebugLevel, notices: 1},
+		{value: "off", want: logging.LevelOff},
+		{value: "pg_doorman::pool=debug", want: zapcore.DebugLevel, notices: 1},
+		{value: "warn,pg_doorman::pool::pool_coordinator=debug", want: zapcore.WarnLevel, notices: 1},
+		{value: "default", want: zapcore.InfoLevel}, // the console's initial level
+	}
+	for _, tt := range tests {
+		r := query1(t, c, "SET log_level = '"+tt.value+"'")
+		require.Nil(t, r.Err, "%q", tt.value)
+		require.Equal(t, "SET", r.Tag)
+		require.Len(t, r.Notices, tt.notices, "%q", tt.value)
+		require.Equal(t, tt.want, c.d.Level.Level(), "%q", tt.value)
+		require.Equal(t, logging.LevelName(tt.want), *query1(t, c, "SHOW LOG_LEVEL").Rows[0][0])
+	}
 }

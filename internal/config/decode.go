@@ -38,7 +38,10 @@ type envValue string
 // decoder collects every problem of one load instead of stopping at the first.
 type decoder struct {
 	file string // included file being decoded, "" for the main file
-	errs []error
+	// lenient skips refuseUnimplemented; only tests set it, to check that
+	// every documented key still decodes.
+	lenient bool
+	errs    []error
 }
 
 func (d *decoder) fail(key string, err error) {

@@ -6,24 +6,25 @@
 // lower-cases map keys while pool names are case-sensitive database names.
 // Decoding is strict: unknown keys (also upper-case spellings outside pools)
 // are errors. All problems come back at once via errors.Join as *KeyError,
-// each message starting with its key path ("pools.db.users[0].pool_sise:
-// unknown key"); warnings are returned separately, even on error.
+// each message starting with its key path; warnings come back separately,
+// even on error. A documented key whose value asks for behaviour pg_doorman
+// lacks (TLS, auth_query, PAM, JWT, Talos, syslog, ...) is refused with
+// ErrNotImplemented (unimplemented.go); documented defaults always load.
+// Tokio-only keys and backlog are accepted and only warn when set.
 //
-// Sources, later overriding earlier for general/prometheus keys: documented
-// defaults, the main file, include.files in order (relative to the main
-// file, formats mixed, no nested include), then environment variables
-// PG_DOORMAN_GENERAL_<KEY> / PG_DOORMAN_PROMETHEUS_<KEY> for scalar keys.
-// Pools are added; one pool in two files is an error naming both. Then
-// inheritance is resolved (pool timeouts, scaling and Patroni keys from
-// general; user server_lifetime and pool_mode from the pool; server_database
-// and auth_query.database default to the pool name), so consumers read
-// plain fields. Durations: bare integer = ms, or "100ms"/"5s"/"5m"/"1h"/"1d";
+// Sources, later overriding earlier for general/prometheus keys: defaults,
+// the main file, include.files in order (relative to the main file, no
+// nested include), then PG_DOORMAN_GENERAL_<KEY> / PG_DOORMAN_PROMETHEUS_<KEY>
+// for scalar keys. A pool in two files is an error naming both. Inheritance
+// is resolved (pool timeouts, scaling and Patroni keys from general; user
+// server_lifetime and pool_mode from the pool; server_database and
+// auth_query.database default to the pool name; max_concurrent_creates
+// lowers scaling_max_parallel_creates), so consumers read plain fields.
+// Durations: bare integer = ms, or "100ms"/"5s"/"5m"/"1h"/"1d";
 // tcp_keepalives_idle/interval and tcp_user_timeout are integer seconds.
 // Sizes: bare integer = bytes, or B/K/KB/M/MB/G/GB (binary, any case).
 //
-// Extensions: general.unix_socket_dir ("/tmp"; "" disables the unix
-// listener; see UnixSocketPath), users[].pool_mode, environment overrides.
-// Tokio-only keys are stored and mean nothing here. pg_hba text is loaded,
-// not parsed. Settings and Redacted mask secrets for SHOW CONFIG and logs.
-// A loaded *Config is read-only and safe to share; reload builds a new one.
+// Extensions: general.unix_socket_dir, general.tcp_socket_buffer_size,
+// users[].pool_mode. pg_hba text is loaded, not parsed. Settings and
+// Redacted mask secrets. A loaded *Config is read-only and safe to share.
 package config

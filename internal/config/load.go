@@ -47,12 +47,18 @@ func (d *decoder) section(doc *document, name string) map[string]any {
 // .yml or .toml), its include.files, and environment overrides; applies
 // defaults; resolves inheritance; validates. Every problem is returned at
 // once (errors.Join of *KeyError); warnings are returned even on success.
+//
+// A documented key set to a value whose behaviour pg_doorman lacks is an
+// error wrapping ErrNotImplemented (see refuseUnimplemented).
 func Load(path string) (*Config, []string, error) {
+	return load(path, &decoder{})
+}
+
+func load(path string, d *decoder) (*Config, []string, error) {
 	doc, err := readDocument(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	d := &decoder{}
 	docs := []*document{doc}
 	d.checkDocument(doc)
 	for i, inc := range d.includeFiles(doc) {
@@ -104,6 +110,7 @@ func (d *decoder) decodeDocuments(cfg *Config, docs []*document) {
 	if !lifetimeSet {
 		cfg.General.FallbackLifetime = cfg.General.FallbackCooldown
 	}
+	resolveParallelCreates(&cfg.General)
 	origin := map[string]string{}
 	for i, doc := range docs {
 		d.file = fileLabel(i, doc)
@@ -243,4 +250,15 @@ func parseRaw(kind string, b []byte) (map[string]any, error) {
 		m = map[string]any{}
 	}
 	return m, nil
+}
+
+// resolveParallelCreates: max_concurrent_creates and
+// scaling_max_parallel_creates both bound the backend connects in flight per
+// pool; the pool enforces scaling_max_parallel_creates, so it is lowered to
+// max_concurrent_creates when that is the tighter bound. Invalid values are
+// left for validation to report.
+func resolveParallelCreates(g *General) {
+	if g.MaxConcurrentCreates >= 1 && g.MaxConcurrentCreates < g.ScalingMaxParallelCreates {
+		g.ScalingMaxParallelCreates = g.MaxConcurrentCreates
+	}
 }

@@ -7,7 +7,7 @@ import (
 )
 
 func TestSettings(t *testing.T) {
-	cfg, _ := mustLoad(t, "testdata/full.good.yaml")
+	cfg, _ := mustDecode(t, "testdata/full.decode.yaml")
 	got := map[string]string{}
 	var keys []string
 	for _, s := range cfg.Settings() {
@@ -32,7 +32,7 @@ func TestSettings(t *testing.T) {
 }
 
 func TestRedacted(t *testing.T) {
-	cfg, _ := mustLoad(t, "testdata/full.good.yaml")
+	cfg, _ := mustDecode(t, "testdata/full.decode.yaml")
 	r := cfg.Redacted()
 	require.Equal(t, Mask, r.General.AdminPassword)
 	b := r.Pools["billing"]

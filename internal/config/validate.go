@@ -9,13 +9,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.uber.org/zap/zapcore"
+
+	"github.com/doorman-go/doorman/internal/logging"
 )
 
 var (
 	tlsModes       = []string{"allow", "disable", "require", "verify-full"}
 	serverTLSModes = []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}
 	poolModes      = []string{"transaction", "session"}
-	logLevels      = []string{"trace", "debug", "info", "warn", "error", "off"}
 	// adminDatabases are the virtual admin consoles; a pool with one of
 	// these names could never be reached.
 	adminDatabases = []string{"pgdoorman", "pgbouncer"}
@@ -43,7 +46,10 @@ func (d *decoder) validate(cfg *Config) []string {
 	for _, name := range sortedPoolNames(cfg.Pools) {
 		d.validatePool(cfg.Pools[name], &cfg.General, &w)
 	}
-	return w
+	if !d.lenient {
+		d.refuseUnimplemented(cfg)
+	}
+	return append(w, runtimeKnobWarnings(&cfg.General)...)
 }
 
 func (d *decoder) validateGeneral(g *General, w *[]string) {
@@ -90,14 +96,16 @@ func (d *decoder) validateGeneral(g *General, w *[]string) {
 	d.positive("general.fallback_connect_timeout", g.FallbackConnectTimeout)
 }
 
+// validateLogLevel accepts exactly what the running process accepts
+// (logging.ParseLevel); "default" is the documented default, info.
 func (d *decoder) validateLogLevel(level string, w *[]string) {
-	first, rest, filters := strings.Cut(level, ",")
-	if !slices.Contains(logLevels, strings.ToLower(strings.TrimSpace(first))) {
-		d.failf("general.log_level", "must start with one of %s, got %q", strings.Join(logLevels, ", "), level)
+	l, err := logging.ParseLevel(level, zapcore.InfoLevel)
+	if err != nil {
+		d.fail("general.log_level", err)
 		return
 	}
-	if filters && rest != "" {
-		*w = append(*w, fmt.Sprintf("general.log_level: per-module filters %q are ignored", rest))
+	for _, n := range l.Notices {
+		*w = append(*w, "general.log_level: "+n)
 	}
 }
 

@@ -40,7 +40,7 @@ pools:
 			doc: `
 pools:
   db:
-    users: [{username: u}, {username: p, auth_pam_service: login}]
+    users: [{username: u}, {username: p, password: ` + md5Verifier + `}]
   empty: {}
 `,
 			want: []string{
@@ -49,16 +49,29 @@ pools:
 			},
 		},
 		{
-			name: "log level filters and auth_query without placeholder",
+			name: "log level filters",
 			doc: `
 general: {log_level: "warn,pg_doorman::pool=debug"}
-pools:
-  db:
-    auth_query: {query: "SELECT passwd FROM pg_shadow", user: a}
+pools: {db: {users: [{username: u, password: ` + md5Verifier + `}]}}
+`,
+			want: []string{`general.log_level: per-module filters "pg_doorman::pool=debug" are ignored, the global level warn applies`},
+		},
+		{
+			name: "runtime knobs at their defaults say nothing",
+			doc: `
+general: {worker_threads: 4, worker_cpu_affinity_pinning: false, backlog: 0}
+pools: {db: {users: [{username: u, password: ` + md5Verifier + `}]}}
+`,
+		},
+		{
+			name: "runtime knobs set: one warning for all, one for backlog",
+			doc: `
+general: {worker_threads: 8, worker_stack_size: 8MB, max_blocking_threads: 16, backlog: 64}
+pools: {db: {users: [{username: u, password: ` + md5Verifier + `}]}}
 `,
 			want: []string{
-				`general.log_level: per-module filters "pg_doorman::pool=debug" are ignored`,
-				"pools.db.auth_query.query: has no $1 placeholder",
+				"general.worker_threads, general.worker_stack_size, general.max_blocking_threads: Tokio runtime settings, no effect in pg_doorman",
+				"general.backlog: 64 has no effect",
 			},
 		},
 	}
@@ -82,4 +95,19 @@ func TestWarningsReturnedWithErrors(t *testing.T) {
 	require.ErrorContains(t, err, "general.port")
 	require.Nil(t, cfg)
 	require.Equal(t, []string{"pools.db: no users and no auth_query, nobody can connect"}, warnings)
+}
+
+// TestAuthQueryWarningsWithRefusal: auth_query is refused, and what else is
+// wrong with it is still reported, for whoever implements it later.
+func TestAuthQueryWarningsWithRefusal(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"c.yaml": `
+pools:
+  db:
+    auth_query: {query: "SELECT passwd FROM pg_shadow", user: a}
+`})
+	_, warnings, err := Load(filepath.Join(dir, "c.yaml"))
+	require.ErrorIs(t, err, ErrNotImplemented)
+	require.ErrorContains(t, err, "pools.db.auth_query: not implemented yet")
+	require.Len(t, warnings, 1)
+	require.Contains(t, warnings[0], "pools.db.auth_query.query: has no $1 placeholder")
 }

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/doorman-go/doorman/internal/config"
+	"github.com/doorman-go/doorman/internal/logging"
 	"github.com/doorman-go/doorman/internal/session"
 )
 
@@ -34,8 +35,10 @@ func (d *Daemon) Reload() error {
 	}
 	d.Pools.Apply(cfg)
 	d.Memory.SetLimit(int64(cfg.General.MaxMemoryUsage))
-	if lvl, err := zapLevel(cfg.General.LogLevel); err == nil {
-		d.Level.SetLevel(lvl)
+	if lvl, err := logging.ParseLevel(cfg.General.LogLevel, zapcore.InfoLevel); err != nil {
+		d.Log.Warn("general.log_level not applied, keeping the current level", zap.String("log_level", logging.LevelName(d.Level.Level())), zap.Error(err))
+	} else {
+		d.Level.SetLevel(lvl.Level)
 	}
 	d.reloads.Add(1)
 	d.reloadFailure.Store(false)
@@ -97,8 +100,4 @@ func (d *Daemon) drain() {
 		d.Clients.CloseAll("58006", "pooler is shut down now")
 	}
 	d.Pools.Close()
-}
-
-func zapLevel(s string) (zapcore.Level, error) {
-	return zapcore.ParseLevel(s)
 }

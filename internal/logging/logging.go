@@ -1,7 +1,3 @@
-// Package logging builds the zap loggers of the three daemons: text (the
-// default, human-readable, optionally coloured) or structured (JSON), with
-// an atomic level that the admin console and reload can change at run
-// time.
 package logging
 
 import (
@@ -15,7 +11,7 @@ import (
 
 // Options select the format and level.
 type Options struct {
-	Level   string // debug, info, warn, error
+	Level   string // see ParseLevel; "" = info
 	Format  string // text, structured, debug (alias of text)
 	NoColor bool
 }
@@ -24,11 +20,11 @@ type Options struct {
 func New(o Options) (*zap.Logger, zap.AtomicLevel, error) {
 	lvl := zap.NewAtomicLevelAt(zapcore.InfoLevel)
 	if o.Level != "" {
-		l, err := zapcore.ParseLevel(strings.ToLower(o.Level))
+		l, err := ParseLevel(o.Level, zapcore.InfoLevel)
 		if err != nil {
 			return nil, lvl, fmt.Errorf("log level %q: %w", o.Level, err)
 		}
-		lvl.SetLevel(l)
+		lvl.SetLevel(l.Level)
 	}
 	var enc zapcore.Encoder
 	switch strings.ToLower(o.Format) {

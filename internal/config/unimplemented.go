@@ -1,0 +1,129 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrNotImplemented is wrapped by every KeyError for a documented key whose
+// value asks for behaviour pg_doorman does not have yet. Such a key is
+// refused rather than accepted and ignored: a TLS or authentication setting
+// that silently does nothing is worse than a failed start.
+var ErrNotImplemented = errors.New("not implemented yet")
+
+func (d *decoder) notImplemented(key, format string, args ...any) {
+	d.fail(key, fmt.Errorf("%w: %s", ErrNotImplemented, fmt.Sprintf(format, args...)))
+}
+
+// refuseUnimplemented reports every key of cfg set to a value whose
+// behaviour is missing. Documented defaults always pass: with them our
+// behaviour is what the settings reference describes.
+func (d *decoder) refuseUnimplemented(cfg *Config) {
+	d.refuseGeneral(&cfg.General)
+	for _, name := range sortedPoolNames(cfg.Pools) {
+		d.refusePool(cfg.Pools[name])
+	}
+}
+
+func (d *decoder) refuseGeneral(g *General) {
+	d.refuseTLS(g)
+	if g.SyslogProgName != "" {
+		d.notImplemented("general.syslog_prog_name", "logs go to stderr only; remove the key")
+	}
+	if len(g.Talos.Keys) > 0 {
+		d.notImplemented("general.talos.keys", "Talos token authentication is not supported")
+	}
+	if len(g.Talos.Databases) > 0 {
+		d.notImplemented("general.talos.databases", "Talos token authentication is not supported")
+	}
+}
+
+// refuseTLS: pg_doorman answers every client SSLRequest with 'N' and
+// connects to PostgreSQL in plaintext. tls_mode "allow" without a
+// certificate means exactly that (TLS needs tls_certificate), and
+// server_tls_mode "allow" (plaintext first, TLS only if the server refuses)
+// is met whenever the server accepts plaintext; when it does not, the
+// connect fails, never falls back to less protection than asked.
+func (d *decoder) refuseTLS(g *General) {
+	switch g.TLSMode {
+	case "disable", "allow":
+	default:
+		d.notImplemented("general.tls_mode", "TLS towards clients is not supported, %q would serve plaintext; use disable or allow", g.TLSMode)
+	}
+	for _, k := range []struct{ key, val string }{
+		{"general.tls_certificate", g.TLSCertificate},
+		{"general.tls_private_key", g.TLSPrivateKey},
+		{"general.tls_ca_cert", g.TLSCACert},
+	} {
+		if k.val != "" {
+			d.notImplemented(k.key, "TLS towards clients is not supported; remove the key")
+		}
+	}
+	if g.TLSRateLimitPerSecond != 0 {
+		d.notImplemented("general.tls_rate_limit_per_second", "TLS towards clients is not supported; remove the key")
+	}
+	switch g.ServerTLSMode {
+	case "disable", "allow":
+	default:
+		d.notImplemented("general.server_tls_mode", "TLS towards PostgreSQL is not supported, %q would connect in plaintext; use disable or allow", g.ServerTLSMode)
+	}
+	for _, k := range []struct{ key, val string }{
+		{"general.server_tls_ca_cert", g.ServerTLSCACert},
+		{"general.server_tls_certificate", g.ServerTLSCertificate},
+		{"general.server_tls_private_key", g.ServerTLSPrivateKey},
+	} {
+		if k.val != "" {
+			d.notImplemented(k.key, "TLS towards PostgreSQL is not supported; remove the key")
+		}
+	}
+}
+
+func (d *decoder) refusePool(p *Pool) {
+	key := "pools." + p.Name
+	if p.LogClientParameterStatusChanges {
+		d.notImplemented(key+".log_client_parameter_status_changes", "SET commands are not logged; remove the key or set it to false")
+	}
+	if p.AuthQuery != nil {
+		d.notImplemented(key+".auth_query", "dynamic users are not supported; list the users in pools.%s.users", p.Name)
+	}
+	for i := range p.Users {
+		u := &p.Users[i]
+		ukey := fmt.Sprintf("%s.users[%d]", key, i)
+		if u.AuthPamService != "" {
+			d.notImplemented(ukey+".auth_pam_service", "PAM authentication is not supported")
+		}
+		if strings.HasPrefix(u.Password, JWTKeyPrefix) {
+			d.notImplemented(ukey+".password", "JWT authentication (%s) is not supported", strings.TrimSuffix(JWTKeyPrefix, ":"))
+		}
+	}
+}
+
+// runtimeKnobWarnings names the Tokio runtime settings set to a value other
+// than their default. They tune the Rust runtime only; the Go scheduler has
+// no equivalent (GOMAXPROCS, read from the environment and the cgroup CPU
+// limit, is the nearest), so they are accepted and do nothing.
+func runtimeKnobWarnings(g *General) []string {
+	def := defaultGeneral()
+	var set []string
+	add := func(changed bool, key string) {
+		if changed {
+			set = append(set, key)
+		}
+	}
+	add(g.WorkerThreads != def.WorkerThreads, "worker_threads")
+	add(g.WorkerCPUAffinityPinning != def.WorkerCPUAffinityPinning, "worker_cpu_affinity_pinning")
+	add(g.TokioGlobalQueueInterval != def.TokioGlobalQueueInterval, "tokio_global_queue_interval")
+	add(g.TokioEventInterval != def.TokioEventInterval, "tokio_event_interval")
+	add(g.WorkerStackSize != def.WorkerStackSize, "worker_stack_size")
+	add(g.MaxBlockingThreads != def.MaxBlockingThreads, "max_blocking_threads")
+	var w []string
+	if len(set) > 0 {
+		w = append(w, fmt.Sprintf("general.%s: Tokio runtime settings, no effect in pg_doorman (Go schedules on GOMAXPROCS threads; set the GOMAXPROCS environment variable to limit them)",
+			strings.Join(set, ", general.")))
+	}
+	if g.Backlog != def.Backlog {
+		w = append(w, fmt.Sprintf("general.backlog: %d has no effect, the listen backlog is the kernel's net.core.somaxconn", g.Backlog))
+	}
+	return w
+}

@@ -1,0 +1,12 @@
+// Package logging builds the zap loggers of the three daemons: text (the
+// default, human-readable, optionally coloured) or structured (JSON), with
+// an atomic level that the admin console and reload can change at run
+// time. ParseLevel is the one reader of level strings (config, -l, reload,
+// SET log_level), so what pg_doorman -t accepts is what the process runs
+// with. It deliberately has no per-module levels (zap has none): module
+// directives fold into one global level, see ParseLevel.
+//
+// New writes to stderr; the returned zap.AtomicLevel is safe for concurrent
+// use and is the only mutable state. Log files, rotation and syslog are not
+// done here (general.syslog_prog_name is refused by config).
+package logging
