@@ -44,6 +44,13 @@ func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
 			s.serverReadFailed(c, err)
 			return
 		}
+		if s.params.n > 0 { // replies to the SETs put ahead of the client's messages
+			if err := s.swallowParamReply(conn); err != nil && !s.woken(conn, buf) {
+				s.serverReadFailed(c, err)
+				return
+			}
+			continue
+		}
 		if n > stream {
 			if err := s.flushClient(buf); err != nil {
 				s.clientWriteFailed(c, err)
