@@ -93,7 +93,12 @@ func (s *Session) prependParamSets(c *backend.Conn, b []byte) []byte {
 		mask = allParams
 	}
 	mask &^= p.failed
-	var q []byte
+	// The client loop's buffer is empty here (a client with bytes for a
+	// server has one attached), so the SETs usually go into it directly.
+	q, client := b, []byte(nil)
+	if len(b) > 0 {
+		q, client = nil, b
+	}
 	for i, k := range syncedParams {
 		if mask&(1<<i) == 0 {
 			continue
@@ -106,10 +111,13 @@ func (s *Session) prependParamSets(c *backend.Conn, b []byte) []byte {
 		p.due[p.n] = uint8(i)
 		p.n++
 	}
-	if q == nil {
+	switch {
+	case client == nil:
+		return q // b with the SETs
+	case p.n == 0:
 		return b
 	}
-	return append(q, b...)
+	return append(q, client...)
 }
 
 // quoteLiteral quotes v as an SQL string literal that means v whatever
