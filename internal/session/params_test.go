@@ -364,3 +364,35 @@ func ppRawQuery(t *testing.T, c *pgconn.PgConn, sql string) []string {
 		}
 	}
 }
+
+// Values with a quote and a backslash reach the server intact, also when
+// the client's standard_conforming_strings=off is set on the server before
+// its application_name; the next client gets its own settings back.
+func TestAppNameQuoting(t *testing.T) {
+	d := ppStart(t, "  sync_server_parameters: true", "transaction", 1, "", 0)
+	ctx := context.Background()
+	odd := `pp-o'q\x`
+	clients := map[string]*pgconn.PgConn{}
+	for name, scs := range map[string]string{odd: "off", "pp-plain": "on"} {
+		cfg, err := pgconn.ParseConfig(d.DSN("app", "app-secret", "appdb"))
+		require.NoError(t, err)
+		cfg.RuntimeParams["application_name"] = name
+		cfg.RuntimeParams["standard_conforming_strings"] = scs
+		c, err := pgconn.ConnectConfig(ctx, cfg)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close(context.Background()) })
+		clients[name] = c
+	}
+	want := map[string]string{odd: "off", "pp-plain": "on"}
+	for i := 0; i < 2; i++ {
+		for _, name := range []string{odd, "pp-plain"} {
+			res, err := clients[name].Exec(ctx, "SELECT current_setting('application_name'), current_setting('standard_conforming_strings')").ReadAll()
+			require.NoError(t, err)
+			require.Len(t, res, 1)
+			require.NoError(t, res[0].Err)
+			row := res[0].Rows[0]
+			require.Equal(t, name, string(row[0]))
+			require.Equal(t, want[name], string(row[1]))
+		}
+	}
+}
