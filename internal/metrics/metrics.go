@@ -12,7 +12,10 @@ import (
 	"github.com/doorman-go/doorman/internal/session"
 )
 
-var _ session.Metrics = (*Metrics)(nil)
+var (
+	_ session.Metrics          = (*Metrics)(nil)
+	_ session.ParamSyncMetrics = (*Metrics)(nil)
+)
 
 // Kinds of client connection counted by ClientConnection, the type label
 // of pg_doorman_connection_count (its "total" is their sum).
@@ -33,6 +36,7 @@ type Metrics struct {
 	serverLost    *prometheus.CounterVec
 	rejected      *prometheus.CounterVec
 	clientErrors  *prometheus.CounterVec
+	paramSync     *prometheus.CounterVec
 
 	// Client connections by kind since start, for pg_doorman_connection_count.
 	plain, tls, cancel, other atomic.Uint64
@@ -58,6 +62,10 @@ func New(d *daemon.Daemon) *Metrics {
 		Name: "pg_doorman_client_connections_rejected_total",
 		Help: "Client connections refused before startup, by reason (max_connections).",
 	}, []string{"reason"})
+	m.paramSync = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pg_doorman_server_parameter_sync_failures_total",
+		Help: "SETs of a client's parameter (application_name, TimeZone, ...) the server rejected, by user, database and parameter; the parameter is then not set again for that client.",
+	}, []string{"user", "database", "parameter"})
 	// Start the known reasons at zero so that rate() and alerts see the
 	// series before the first event. Other reasons are counted too.
 	for _, r := range []string{"admin", "hba", "no_pool", "no_password", "password", "server_login"} {
@@ -74,7 +82,7 @@ func New(d *daemon.Daemon) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.logins, m.loginFailures, m.serverLost, m.rejected, m.clientErrors,
+		m.logins, m.loginFailures, m.serverLost, m.rejected, m.clientErrors, m.paramSync,
 		&daemonCollector{m: m},
 		newPoolCollector(d),
 		coordinatorCollector{d},
@@ -106,6 +114,12 @@ func (m *Metrics) ServerLost(db, user string) { m.serverLost.WithLabelValues(use
 // ClientError counts a logged-in client's fault answered by pg_doorman
 // (session.Metrics).
 func (m *Metrics) ClientError(reason string) { m.clientErrors.WithLabelValues(reason).Inc() }
+
+// ParamSyncFailed counts a client parameter the server rejected
+// (session.ParamSyncMetrics).
+func (m *Metrics) ParamSyncFailed(db, user, param string) {
+	m.paramSync.WithLabelValues(user, db, param).Inc()
+}
 
 // Rejected counts a client connection refused before startup, such as over
 // max_connections (daemon.Hooks.Rejected).

@@ -213,7 +213,7 @@ func (s *Session) forward(ctx context.Context, typ byte, f protocol.Frame, sbuf 
 	if srv == nil {
 		s.mu.Unlock()
 		var err error
-		if srv, err = s.attach(ctx); err != nil {
+		if srv, err = s.attach(ctx, sbuf); err != nil {
 			return nil, err
 		}
 		s.mu.Lock()
@@ -290,66 +290,6 @@ func (s *Session) serverWriteFailed(srv *pooler.Conn, err error) error {
 	return fmt.Errorf("write to server: %w", err)
 }
 
-// attach acquires a server connection for the message typ the client just
-// sent and starts its serverLoop.
-func (s *Session) attach(ctx context.Context) (*pooler.Conn, error) {
-	s.state.Store(StateWaiting)
-	s.pool.Stats.ClientsActive.Add(1)
-	c, err := s.pool.Acquire(ctx)
-	if err != nil {
-		s.pool.Stats.ClientsActive.Add(-1)
-		return nil, s.acquireFailed(err)
-	}
-	s.state.Store(StateActive)
-	if s.pool.Settings().General.SyncServerParameters {
-		if err := s.syncParams(ctx, c); err != nil {
-			s.pool.Stats.ClientsActive.Add(-1)
-			s.fatal("08006", "server connection failed while applying client parameters")
-			return nil, err
-		}
-	}
-	if err := s.reportRoleParams(c.Value); err != nil {
-		s.pool.Release(c)
-		s.pool.Stats.ClientsActive.Add(-1)
-		return nil, err
-	}
-	done := make(chan struct{})
-	s.mu.Lock()
-	s.srv = c
-	s.srvDone = done
-	s.xactStart = time.Now()
-	s.unnamedHere = false
-	s.mu.Unlock()
-	go s.serverLoop(c, done)
-	return c, nil
-}
-
-// roleParams are the server parameters that say what kind of server a
-// client is on. They are re-sent whenever the backend a client lands on
-// reports something else than the client was last told, so that
-// target_session_attrs and read-only detection stay truthful after a
-// failover, a fallback or a RECONNECT.
-var roleParams = [...]string{"in_hot_standby", "default_transaction_read_only"}
-
-func (s *Session) reportRoleParams(c *backend.Conn) error {
-	var b []byte
-	for _, k := range roleParams {
-		v, ok := c.Params[k]
-		if !ok || s.clientParams[k] == v {
-			continue
-		}
-		s.clientParams[k] = v
-		b = protocol.ParameterStatus{Name: k, Value: v}.Encode(b)
-	}
-	if b == nil {
-		return nil
-	}
-	if err := s.Write(b); err != nil {
-		return fmt.Errorf("%w: %w", errClientGone, err)
-	}
-	return nil
-}
-
 func (s *Session) acquireFailed(err error) error {
 	var se *backend.ServerError
 	switch {
@@ -421,33 +361,6 @@ func cleanupQuery(mode string, c *backend.Conn) string {
 		q = append(q, "CLOSE ALL")
 	}
 	return strings.Join(q, "; ")
-}
-
-// syncedParams are the session parameters sync_server_parameters keeps
-// equal to what the client set, on whichever server it lands.
-var syncedParams = [...]string{"client_encoding", "DateStyle", "TimeZone", "standard_conforming_strings", "application_name"}
-
-// syncParams sets on c the tracked parameters whose value differs from the
-// client's, in one round trip before the client's transaction.
-func (s *Session) syncParams(ctx context.Context, c *pooler.Conn) error {
-	var q strings.Builder
-	for _, k := range syncedParams {
-		want, ok := s.clientParams[k]
-		if !ok || c.Value.Params[k] == want {
-			continue
-		}
-		fmt.Fprintf(&q, "SET %s TO '%s';", k, strings.ReplaceAll(want, "'", "''"))
-	}
-	if q.Len() == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := c.Value.Exec(ctx, q.String()); err != nil {
-		s.pool.Destroy(c)
-		return fmt.Errorf("sync server parameters: %w", err)
-	}
-	return nil
 }
 
 // isFallbackFailure reports a failed Patroni-assisted fallback: the client

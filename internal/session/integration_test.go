@@ -447,7 +447,8 @@ func TestSyncServerParameters(t *testing.T) {
 				require.NoError(t, utc.QueryRow(ctx, "SELECT current_setting('TimeZone')").Scan(&tz))
 				require.Equal(t, "UTC", tz)
 			} else {
-				require.NotEqual(t, "tokyo", app, "without sync the server keeps its own application_name")
+				require.NotEqual(t, "Asia/Tokyo", tz, "without sync the server keeps its own TimeZone")
+				require.Equal(t, "tokyo", app, "application_name follows the client even without sync")
 			}
 		})
 	}

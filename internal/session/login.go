@@ -54,9 +54,7 @@ func (s *Session) login(ctx context.Context, sm *protocol.StartupMessage) error 
 		return s.serverLoginFailed(err)
 	}
 	s.clientParams = params
-	if s.AppName != "" {
-		s.clientParams["application_name"] = s.AppName
-	}
+	s.clientParams["application_name"] = defaultAppName(s.AppName, set)
 	if set.General.SyncServerParameters {
 		// GUC names are case-insensitive: "timezone" sets TimeZone.
 		for name, v := range sm.Parameters {

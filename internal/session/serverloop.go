@@ -46,6 +46,13 @@ func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
 			s.serverReadFailed(c, err)
 			return
 		}
+		if s.params.n > 0 { // replies to the SETs put ahead of the client's messages
+			if err := s.swallowParamReply(conn); err != nil && !s.woken(conn, buf) {
+				s.serverReadFailed(c, err)
+				return
+			}
+			continue
+		}
 		streamIt := n > stream
 		if !streamIt && !reserveFor(&smem, rd, n) {
 			// Over max_memory_usage: a message the pooler need not

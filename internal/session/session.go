@@ -117,6 +117,7 @@ type Session struct {
 
 	cancelPID, cancelSecret uint32
 	clientParams            map[string]string // what the client has been told
+	params                  paramSync         // SETs of clientParams ahead of the client's messages
 	sbuf                    []byte            // bytes for the server, owned by Serve
 
 	// Owned by the client loop.

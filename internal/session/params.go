@@ -1,0 +1,213 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/doorman-go/doorman/internal/backend"
+	"github.com/doorman-go/doorman/internal/pooler"
+	"github.com/doorman-go/doorman/internal/protocol"
+)
+
+// syncedParams are the session parameters kept equal to what the client
+// set, on whichever server it lands: application_name always (as PgBouncer
+// does), the others with sync_server_parameters.
+var syncedParams = [...]string{"client_encoding", "DateStyle", "TimeZone", "standard_conforming_strings", "application_name"}
+
+const (
+	appNameParam = len(syncedParams) - 1
+	allParams    = 1<<len(syncedParams) - 1
+)
+
+// paramSync is the state of the SETs a session puts ahead of its first
+// message on a server connection. attach fills it before serverLoop starts;
+// from then on serverLoop owns it until it releases the connection, which
+// happens after the last reply to those SETs.
+type paramSync struct {
+	due     [len(syncedParams)]uint8 // syncedParams index of each injected Query, in order
+	n, head int                      // due[head:n] are still to be answered
+	failed  uint8                    // bits of parameters whose SET failed: not retried in this session
+	err     *protocol.Notice         // error of the Query being answered
+}
+
+// ParamSyncMetrics is implemented by Env.Metrics hooks that count SETs of
+// client parameters the server rejected.
+type ParamSyncMetrics interface {
+	ParamSyncFailed(db, user, param string)
+}
+
+// defaultAppName is the application_name of a client that sent none: the
+// pool's application_name, else empty. It does not come from the pool's
+// ServerParams, which are read from a server connection another client may
+// have renamed.
+func defaultAppName(client string, set *pooler.Settings) string {
+	if client != "" {
+		return client
+	}
+	return set.DB.ApplicationName
+}
+
+// attach acquires a server connection for the message typ the client just
+// sent and starts its serverLoop. The SETs that bring the connection's
+// parameters to the client's go into sbuf, ahead of the client's bytes, so
+// that they cost no round trip of their own.
+func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error) {
+	s.state.Store(StateWaiting)
+	s.pool.Stats.ClientsActive.Add(1)
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		s.pool.Stats.ClientsActive.Add(-1)
+		return nil, s.acquireFailed(err)
+	}
+	s.state.Store(StateActive)
+	if err := s.reportRoleParams(c.Value); err != nil {
+		s.pool.Release(c)
+		s.pool.Stats.ClientsActive.Add(-1)
+		return nil, err
+	}
+	*sbuf = s.prependParamSets(c.Value, *sbuf)
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.srv = c
+	s.srvDone = done
+	s.xactStart = time.Now()
+	s.unnamedHere = false
+	s.mu.Unlock()
+	go s.serverLoop(c, done)
+	return c, nil
+}
+
+// prependParamSets puts before b one Query per tracked parameter whose
+// value on c differs from the client's. One Query each, not one with all
+// the SETs: statements of one Query run in one implicit transaction, so a
+// rejected value would undo the others.
+func (s *Session) prependParamSets(c *backend.Conn, b []byte) []byte {
+	p := &s.params
+	p.n, p.head, p.err = 0, 0, nil
+	mask := uint8(1 << appNameParam)
+	if s.pool.Settings().General.SyncServerParameters {
+		mask = allParams
+	}
+	mask &^= p.failed
+	// The client loop's buffer is empty here (a client with bytes for a
+	// server has one attached), so the SETs usually go into it directly.
+	q, client := b, []byte(nil)
+	if len(b) > 0 {
+		q, client = nil, b
+	}
+	for i, k := range syncedParams {
+		if mask&(1<<i) == 0 {
+			continue
+		}
+		want, ok := s.clientParams[k]
+		if !ok || c.Params[k] == want {
+			continue
+		}
+		q = protocol.Query{String: "SET " + k + " TO " + quoteLiteral(want)}.Encode(q)
+		p.due[p.n] = uint8(i)
+		p.n++
+	}
+	switch {
+	case client == nil:
+		return q // b with the SETs
+	case p.n == 0:
+		return b
+	}
+	return append(q, client...)
+}
+
+// quoteLiteral quotes v as an SQL string literal that means v whatever
+// standard_conforming_strings is.
+func quoteLiteral(v string) string {
+	q := "'" + strings.ReplaceAll(v, "'", "''") + "'"
+	if strings.Contains(v, `\`) {
+		q = "E" + strings.ReplaceAll(q, `\`, `\\`)
+	}
+	return q
+}
+
+// swallowParamReply reads one server message answering an injected SET
+// and keeps it from the client, which already believes its own values. It
+// keeps conn.Params true to the server, so that the next checkout compares
+// against what the server has. serverLoop calls it while params.n > 0.
+func (s *Session) swallowParamReply(conn *backend.Conn) error {
+	f, err := conn.Reader.Next()
+	if err != nil {
+		return err
+	}
+	p := &s.params
+	i := p.due[p.head]
+	switch f.Type() {
+	case protocol.MsgParameterStatus:
+		conn.ApplyParameterStatus(f.Body())
+	case protocol.MsgErrorResponse:
+		if isFatal(f.Body()) {
+			conn.Broken = true
+		}
+		if p.err == nil {
+			p.err = &protocol.Notice{}
+			_ = p.err.Decode(f.Body())
+		}
+	case protocol.MsgReadyForQuery:
+		conn.TxStatus = protocol.ReadyForQueryStatus(f)
+		s.paramSetDone(conn, int(i))
+		if p.head++; p.head == p.n {
+			p.n, p.head = 0, 0
+		}
+	}
+	return nil
+}
+
+// paramSetDone settles the SET of syncedParams[i] once its Query is
+// answered.
+func (s *Session) paramSetDone(conn *backend.Conn, i int) {
+	k := syncedParams[i]
+	p := &s.params
+	if p.err == nil {
+		// The server's spelling of the value (application_name is cut to
+		// 63 bytes, "iso" reads "ISO, MDY") is what the next checkout
+		// compares with.
+		if v, ok := conn.Params[k]; ok {
+			s.clientParams[k] = v
+		}
+		return
+	}
+	p.failed |= 1 << i
+	s.log.Warn("server rejected a client parameter; not set again in this session",
+		zap.String("parameter", k), zap.String("value", s.clientParams[k]),
+		zap.String("sqlstate", p.err.Code), zap.String("error", p.err.Message))
+	p.err = nil
+	if m, ok := s.env.Metrics.(ParamSyncMetrics); ok {
+		m.ParamSyncFailed(s.Database, s.User, k)
+	}
+}
+
+// roleParams are the server parameters that say what kind of server a
+// client is on. They are re-sent whenever the backend a client lands on
+// reports something else than the client was last told, so that
+// target_session_attrs and read-only detection stay truthful after a
+// failover, a fallback or a RECONNECT.
+var roleParams = [...]string{"in_hot_standby", "default_transaction_read_only"}
+
+func (s *Session) reportRoleParams(c *backend.Conn) error {
+	var b []byte
+	for _, k := range roleParams {
+		v, ok := c.Params[k]
+		if !ok || s.clientParams[k] == v {
+			continue
+		}
+		s.clientParams[k] = v
+		b = protocol.ParameterStatus{Name: k, Value: v}.Encode(b)
+	}
+	if b == nil {
+		return nil
+	}
+	if err := s.Write(b); err != nil {
+		return fmt.Errorf("%w: %w", errClientGone, err)
+	}
+	return nil
+}
