@@ -86,6 +86,11 @@ func (s *Session) run(ctx context.Context) error {
 		if srv, err = s.forward(ctx, typ, f, sbuf); err != nil {
 			return err
 		}
+		if srv == nil { // answered locally
+			putBuf(sbuf)
+			sbuf = nil
+			continue
+		}
 		if f == nil { // large message: stream it
 			if err := s.flushServer(srv, sbuf); err != nil {
 				return err
@@ -151,6 +156,13 @@ func (s *Session) forward(ctx context.Context, typ byte, f protocol.Frame, sbuf 
 	srv := s.srv
 	if srv == nil {
 		s.mu.Unlock()
+		// Released after run looked (the client answered ReadyForQuery at
+		// once, as a synchronous PQprepare does): still answer locally.
+		if f != nil && s.rewriting() && len(*sbuf) == 0 {
+			if done, err := s.answerLocally(f); done || err != nil {
+				return nil, err
+			}
+		}
 		var err error
 		if srv, err = s.attach(ctx); err != nil {
 			return nil, err
