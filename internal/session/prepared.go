@@ -211,7 +211,7 @@ func (s *Session) prepareOn(srv *backend.Conn, st *prepared.Statement, out []byt
 // evictFor records st as prepared on srv, closing the statement evicted to
 // make room.
 func (s *Session) evictFor(srv *backend.Conn, st *prepared.Statement, out []byte) []byte {
-	if old := srv.Prepared.Add(st); old != nil {
+	for _, old := range srv.Prepared.Add(st) {
 		s.push(request{kind: protocol.MsgClose, swallow: true})
 		s.pool.Stats.PreparedServerEvictions.Add(1)
 		out = protocol.Close{ObjectType: protocol.ObjectStatement, Name: old.Name}.Encode(out)
