@@ -1,14 +1,19 @@
 package session_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
+	"github.com/doorman-go/doorman/internal/app/apptest"
 	"github.com/doorman-go/doorman/internal/pgtest"
 )
 
@@ -30,4 +35,71 @@ func TestHostilePreparedPgbenchTransactionScript(t *testing.T) {
 	m := failedRE.FindStringSubmatch(string(out))
 	require.NotNil(t, m, string(out))
 	require.Equal(t, "0", m[1], string(out))
+}
+
+// hpHeapInuse is the live heap of this process (pg_doorman runs in it)
+// after a full collection.
+func hpHeapInuse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// hpPreparedQueries lists the query column of SHOW PREPARED_STATEMENTS.
+func hpPreparedQueries(t *testing.T, d *apptest.Instance) []string {
+	t.Helper()
+	admin := cached(t, d.DSN("admin", "admin-secret", "pgdoorman"), "default_query_exec_mode=simple_protocol")
+	rows, err := admin.Query(context.Background(), "SHOW PREPARED_STATEMENTS")
+	require.NoError(t, err)
+	var out []string
+	for rows.Next() {
+		v, err := rows.Values()
+		require.NoError(t, err)
+		out = append(out, v[3].(string))
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+func TestHostilePreparedRejectedParsesAreNotCached(t *testing.T) {
+	d := start(t, "", "transaction", 2)
+	ctx := context.Background()
+	const n, size = 40, 2 << 20
+	before := hpHeapInuse()
+	c, err := pgconn.Connect(ctx, d.DSN("app", "app-secret", "appdb"))
+	require.NoError(t, err)
+	pad := strings.Repeat("x", size)
+	for i := 0; i < n; i++ {
+		q := fmt.Sprintf("SELEC %d /* %s */", i, pad)
+		_, err := c.Prepare(ctx, fmt.Sprintf("bad%d", i), q, nil)
+		require.Equal(t, "42601", pgErr(t, err).Code, "PostgreSQL rejects statement %d", i)
+		// The name was not defined, like in PostgreSQL.
+		res := c.ExecPrepared(ctx, fmt.Sprintf("bad%d", i), nil, nil, nil).Read()
+		require.Equal(t, "26000", pgErr(t, res.Err).Code)
+	}
+	// A good statement still works on the same connection.
+	_, err = c.Prepare(ctx, "good", "SELECT 7", nil)
+	require.NoError(t, err)
+	res := c.ExecPrepared(ctx, "good", nil, nil, nil).Read()
+	require.NoError(t, res.Err)
+	require.Equal(t, "7", string(res.Rows[0][0]))
+
+	p, ok := d.Daemon.Pools.Lookup("appdb", "app")
+	require.True(t, ok)
+	cs := p.Statements.Stats()
+	require.Equal(t, uint64(n), cs.Rejected, "every rejected Parse left the pool cache")
+	require.Less(t, cs.Bytes, int64(size), "no rejected text is cached")
+	for _, q := range hpPreparedQueries(t, d) {
+		require.False(t, strings.HasPrefix(q, "SELEC "), "SHOW PREPARED_STATEMENTS lists no rejected statement")
+	}
+	require.NoError(t, c.Close(ctx))
+	pad = ""
+	after := hpHeapInuse()
+	growth := int64(after) - int64(before)
+	t.Logf("heap in use: before %d MB, after %d MB, %d rejected Parses of %d MB", before>>20, after>>20, n, size>>20)
+	// 40 × 2 MB cached would be at least 80 MB (160 MB counting the
+	// encoded Parse); what may remain are a few message buffers.
+	require.Less(t, growth, int64(16<<20), "rejected statements do not pin memory")
 }

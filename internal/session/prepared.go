@@ -300,7 +300,13 @@ func (s *Session) answerLocked(srv *backend.Conn, typ byte, body []byte) (hide b
 		if h.kind == protocol.MsgQuery || h.kind == protocol.MsgFunctionCall || h.kind == protocol.MsgSync {
 			break
 		}
-		s.failed(srv, s.pop())
+		r := s.pop()
+		if r.kind == protocol.MsgParse && r.stmt != nil && !r.fake {
+			// The server rejected it: never answer a later Parse of it
+			// from the cache, and let its memory go.
+			s.pool.Statements.Remove(r.stmt)
+		}
+		s.failed(srv, r)
 		// PostgreSQL now skips every message up to the next Sync; if the
 		// client has not sent that Sync yet, what it sends until then is
 		// skipped too.
