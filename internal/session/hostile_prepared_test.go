@@ -103,3 +103,42 @@ func TestHostilePreparedRejectedParsesAreNotCached(t *testing.T) {
 	// encoded Parse); what may remain are a few message buffers.
 	require.Less(t, growth, int64(16<<20), "rejected statements do not pin memory")
 }
+
+func TestHostilePreparedManyNamesDefaultBound(t *testing.T) {
+	d := start(t, "", "transaction", 2) // default client_prepared_statements_cache_size
+	ctx := context.Background()
+	const n = 50000
+	before := hpHeapInuse()
+	c, err := pgconn.Connect(ctx, d.DSN("app", "app-secret", "appdb"))
+	require.NoError(t, err)
+	defer c.Close(ctx)
+	pad := strings.Repeat("y", 1000)
+	for start := 0; start < n; start += 1000 {
+		p := c.StartPipeline(ctx)
+		for i := start; i < start+1000; i++ {
+			p.SendPrepare(fmt.Sprintf("s%d", i), fmt.Sprintf("SELECT %d /* %s */", i, pad), nil)
+		}
+		require.NoError(t, p.Sync())
+		for i := start; i < start+1000; i++ {
+			_, err := p.GetResults()
+			require.NoError(t, err)
+		}
+		_, err := p.GetResults()
+		require.NoError(t, err) // the Sync
+		require.NoError(t, p.Close())
+	}
+	during := hpHeapInuse()
+	t.Logf("heap in use: %d MB before, %d MB with %d names of 1 KB on one client", before>>20, during>>20, n)
+	p, ok := d.Daemon.Pools.Lookup("appdb", "app")
+	require.True(t, ok)
+	require.GreaterOrEqual(t, p.Stats.PreparedClientEvictions.Load(), uint64(n-1024), "the default bound holds the client map at 1024 names")
+	// Unbounded, the names would keep ~110 MB of statements alive; the pool
+	// cache (8192 entries of ~2 KB) and 1024 client names stay below 40 MB.
+	require.Less(t, int64(during)-int64(before), int64(40<<20))
+
+	res := c.ExecPrepared(ctx, fmt.Sprintf("s%d", n-1), nil, nil, nil).Read()
+	require.NoError(t, res.Err, "a recent name still works")
+	require.Equal(t, fmt.Sprint(n-1), string(res.Rows[0][0]))
+	res = c.ExecPrepared(ctx, "s0", nil, nil, nil).Read()
+	require.Equal(t, "26000", pgErr(t, res.Err).Code, "an evicted name is unknown, as documented")
+}
