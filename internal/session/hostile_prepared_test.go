@@ -9,8 +9,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doorman-go/doorman/internal/app/apptest"
@@ -141,4 +143,98 @@ func TestHostilePreparedManyNamesDefaultBound(t *testing.T) {
 	require.Equal(t, fmt.Sprint(n-1), string(res.Rows[0][0]))
 	res = c.ExecPrepared(ctx, "s0", nil, nil, nil).Read()
 	require.Equal(t, "26000", pgErr(t, res.Err).Code, "an evicted name is unknown, as documented")
+}
+
+// hpRaw is a client that writes protocol messages itself, as libpq does:
+// all messages of one call in one write.
+type hpRaw struct {
+	t  *testing.T
+	h  *pgconn.HijackedConn
+	fe *pgproto3.Frontend
+}
+
+func hpConnectRaw(t *testing.T, dsn string) *hpRaw {
+	t.Helper()
+	c, err := pgconn.Connect(context.Background(), dsn)
+	require.NoError(t, err)
+	h, err := c.Hijack()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Conn.Close() })
+	return &hpRaw{t: t, h: h, fe: h.Frontend}
+}
+
+// call sends msgs in one write and returns the types of the answers up to
+// ReadyForQuery (ErrorResponse with its code), or up to a read error.
+func (r *hpRaw) call(msgs ...pgproto3.FrontendMessage) (got []string, rows []string) {
+	r.t.Helper()
+	for _, m := range msgs {
+		r.fe.Send(m)
+	}
+	require.NoError(r.t, r.fe.Flush())
+	_ = r.h.Conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	for {
+		m, err := r.fe.Receive()
+		if err != nil {
+			return append(got, "read error"), rows
+		}
+		typ := fmt.Sprintf("%T", m)[len("*pgproto3."):]
+		switch m := m.(type) {
+		case *pgproto3.ErrorResponse:
+			typ += "(" + m.Code + ")"
+		case *pgproto3.DataRow:
+			rows = append(rows, string(m.Values[0]))
+		case *pgproto3.ReadyForQuery:
+			return append(got, typ), rows
+		}
+		got = append(got, typ)
+	}
+}
+
+func TestHostilePreparedSyncPrepareWhilePoolBusy(t *testing.T) {
+	d := start(t, "", "transaction", 1)
+	dsn := d.DSN("app", "app-secret", "appdb")
+	ctx := context.Background()
+	holder, err := pgconn.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer holder.Close(ctx)
+	_, err = holder.Exec(ctx, "BEGIN").ReadAll()
+	require.NoError(t, err) // the only server is held until COMMIT
+
+	// One thread serving both connections, as pgbench does: the prepare
+	// must be answered while the holder cannot move.
+	b := hpConnectRaw(t, dsn)
+	got, _ := b.call(&pgproto3.Parse{Name: "fresh", Query: "SELECT 42"}, &pgproto3.Sync{})
+	require.Equal(t, []string{"ParseComplete", "ReadyForQuery"}, got, "no wait for a server (query_wait_timeout is 3s)")
+	got, _ = b.call(&pgproto3.Parse{Name: "bad", Query: "SELEC 1"}, &pgproto3.Sync{})
+	require.Equal(t, []string{"ParseComplete", "ReadyForQuery"}, got, "deferred: not verified yet")
+
+	_, err = holder.Exec(ctx, "COMMIT").ReadAll()
+	require.NoError(t, err)
+	got, rows := b.call(&pgproto3.Bind{PreparedStatement: "fresh"}, &pgproto3.Execute{}, &pgproto3.Sync{})
+	require.Equal(t, []string{"BindComplete", "DataRow", "CommandComplete", "ReadyForQuery"}, got)
+	require.Equal(t, []string{"42"}, rows)
+	// The syntax error comes with the first use, and with every use.
+	for i := 0; i < 2; i++ {
+		got, _ = b.call(&pgproto3.Bind{PreparedStatement: "bad"}, &pgproto3.Execute{}, &pgproto3.Sync{})
+		require.Equal(t, []string{"ErrorResponse(42601)", "ReadyForQuery"}, got)
+	}
+	// The connection goes on working.
+	got, rows = b.call(&pgproto3.Bind{PreparedStatement: "fresh"}, &pgproto3.Execute{}, &pgproto3.Sync{})
+	require.Equal(t, []string{"BindComplete", "DataRow", "CommandComplete", "ReadyForQuery"}, got)
+	require.Equal(t, []string{"42"}, rows)
+
+	p, ok := d.Daemon.Pools.Lookup("appdb", "app")
+	require.True(t, ok)
+	require.Equal(t, uint64(2), p.Stats.PreparedDeferred.Load())
+	for _, q := range hpPreparedQueries(t, d) {
+		require.NotEqual(t, "SELEC 1", q, "the rejected statement left the pool cache")
+	}
+
+	// With a server free, the Parse is verified at once: the error comes
+	// with the Parse, as from PostgreSQL.
+	got, _ = b.call(&pgproto3.Parse{Name: "bad2", Query: "SELEC 2"}, &pgproto3.Sync{})
+	require.Equal(t, []string{"ErrorResponse(42601)", "ReadyForQuery"}, got)
+	got, _ = b.call(&pgproto3.Bind{PreparedStatement: "bad2"}, &pgproto3.Execute{}, &pgproto3.Sync{})
+	require.Equal(t, []string{"ErrorResponse(26000)", "ReadyForQuery"}, got)
+	require.Equal(t, uint64(2), p.Stats.PreparedDeferred.Load())
 }

@@ -375,9 +375,16 @@ func (s *Session) answerLocally(f protocol.Frame) (bool, error) {
 		}
 		st, hit := s.pool.Statements.Get(p.Query, p.ParamOIDs, s.planSet)
 		if !hit || !st.Verified() {
-			return false, nil
+			if !s.mayDeferParse() {
+				return false, nil
+			}
+			s.pool.Stats.PreparedDeferred.Add(1)
 		}
-		s.pool.Stats.PreparedHits.Add(1)
+		if hit {
+			s.pool.Stats.PreparedHits.Add(1)
+		} else {
+			s.pool.Stats.PreparedMisses.Add(1)
+		}
 		if n := s.prep.Put(p.Name, st); n > 0 {
 			s.pool.Stats.PreparedClientEvictions.Add(uint64(n))
 		}
@@ -400,6 +407,22 @@ func (s *Session) answerLocally(f protocol.Frame) (bool, error) {
 		return true, fmt.Errorf("%w: %w", errClientGone, err)
 	}
 	return true, nil
+}
+
+// mayDeferParse reports whether the Parse just read, of a statement no
+// server has accepted yet, is answered without a server and prepared where
+// it is first used. Only for libpq's synchronous PQprepare (the Parse is
+// followed by nothing but one 5-byte message, Sync or Flush) and only when
+// waiting for a server could deadlock: no connection is idle and the pool
+// cannot open one. A server's error for the statement then comes with its
+// first Bind or Describe instead of with the Parse.
+func (s *Session) mayDeferParse() bool {
+	if s.crd.Buffered() != 5 {
+		return false
+	}
+	conns := s.pool.Conns()
+	st := conns.Stats()
+	return st.Idle == 0 && (st.Waiting > 0 || st.Total >= conns.Config().MaxSize)
 }
 
 func queryText(body []byte) string {
