@@ -139,6 +139,21 @@ func (c *Cache) hash(query string, oids []uint32, ctx string) uint64 {
 	return h.Sum64()
 }
 
+// Lookup returns the cached statement for (query, paramOIDs, ctx), marking
+// it used, or nil; it creates nothing and counts nothing.
+func (c *Cache) Lookup(query string, oids []uint32, ctx string) *Statement {
+	k := c.hash(query, oids, ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.index[k]; ok {
+		if st := e.Value.(*Statement); st.same(query, oids, ctx) {
+			c.lru.MoveToFront(e)
+			return st
+		}
+	}
+	return nil
+}
+
 // Get returns the statement for (query, paramOIDs, ctx), creating it on a
 // miss. hit reports whether it was already cached.
 func (c *Cache) Get(query string, oids []uint32, ctx string) (st *Statement, hit bool) {

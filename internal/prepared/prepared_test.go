@@ -17,6 +17,9 @@ func TestCacheIdentity(t *testing.T) {
 	b, hit := c.Get("SELECT $1", []uint32{23}, "")
 	require.True(t, hit)
 	require.Same(t, a, b)
+	require.Same(t, a, c.Lookup("SELECT $1", []uint32{23}, ""))
+	require.Nil(t, c.Lookup("SELECT $1", []uint32{25}, ""), "Lookup creates nothing")
+	require.Equal(t, Counters{Hits: 1, Misses: 1, Size: 1, Bytes: a.Size()}, c.Stats(), "nor counts")
 	tests := []struct {
 		name  string
 		query string

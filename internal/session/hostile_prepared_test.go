@@ -37,6 +37,12 @@ func TestHostilePreparedPgbenchTransactionScript(t *testing.T) {
 	m := failedRE.FindStringSubmatch(string(out))
 	require.NotNil(t, m, string(out))
 	require.Equal(t, "0", m[1], string(out))
+	require.Contains(t, string(out), "number of transactions actually processed: 2000/2000", string(out))
+	p, ok := d.Daemon.Pools.Lookup("appdb", "app")
+	require.True(t, ok)
+	t.Logf("%s", out)
+	t.Logf("prepared: %d hits, %d misses, %d injected, %d deferred",
+		p.Stats.PreparedHits.Load(), p.Stats.PreparedMisses.Load(), p.Stats.PreparedInjected.Load(), p.Stats.PreparedDeferred.Load())
 }
 
 // hpHeapInuse is the live heap of this process (pg_doorman runs in it)

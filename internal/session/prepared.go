@@ -373,12 +373,14 @@ func (s *Session) answerLocally(f protocol.Frame) (bool, error) {
 		if p.Decode(f.Body()) != nil || p.Name == "" || s.prep.Get(p.Name) != nil {
 			return false, nil
 		}
-		st, hit := s.pool.Statements.Get(p.Query, p.ParamOIDs, s.planSet)
+		st := s.pool.Statements.Lookup(p.Query, p.ParamOIDs, s.planSet)
+		hit := st != nil
 		if !hit || !st.Verified() {
 			if !s.mayDeferParse() {
-				return false, nil
+				return false, nil // rewriteParse counts the hit or miss
 			}
 			s.pool.Stats.PreparedDeferred.Add(1)
+			st, hit = s.pool.Statements.Get(p.Query, p.ParamOIDs, s.planSet)
 		}
 		if hit {
 			s.pool.Stats.PreparedHits.Add(1)
