@@ -193,7 +193,7 @@ func Default() *Config {
 }
 
 func defaultGeneral() General {
-	return General{
+	g := General{
 		Host:                        "0.0.0.0",
 		Port:                        5432,
 		UnixSocketDir:               "/tmp",
@@ -236,7 +236,16 @@ func defaultGeneral() General {
 		FallbackConnectTimeout:      5 * time.Second,
 		FallbackLifetime:            30 * time.Second,
 	}
+	// Not the seed's 0 (unlimited): a client that never deallocates must
+	// not grow without bound; 0 still lifts the count bound (the byte
+	// bound of docs/prepared-statements.md stays).
+	g.ClientPreparedStatementsCacheSize = DefaultClientPreparedStatementsCacheSize
+	return g
 }
+
+// DefaultClientPreparedStatementsCacheSize bounds a client's statement
+// names: above every common driver cache (pgx 512, PgJDBC 256, psycopg 100).
+const DefaultClientPreparedStatementsCacheSize = 1024
 
 // NewPool returns a pool named name with documented defaults and the
 // inheritable settings copied from g, as Load builds it before decoding the

@@ -78,7 +78,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, "admin", g.AdminPassword)
 	require.True(t, g.PreparedStatements)
 	require.Equal(t, 8192, g.PreparedStatementsCacheSize)
-	require.Equal(t, 0, g.ClientPreparedStatementsCacheSize)
+	require.Equal(t, 1024, g.ClientPreparedStatementsCacheSize)
 	require.Equal(t, ByteSize(1048576), g.MessageSizeToBeStream)
 	require.Equal(t, 20, g.ScalingWarmPoolRatio)
 	require.Equal(t, 10, g.ScalingFastRetries)

@@ -27,4 +27,5 @@ type Stats struct {
 	PreparedInjected        atomic.Uint64 // Parse sent for a server that lacked the statement
 	PreparedClientEvictions atomic.Uint64 // client names evicted by client_prepared_statements_cache_size
 	PreparedServerEvictions atomic.Uint64 // statements closed on a server to make room
+	PreparedDeferred        atomic.Uint64 // Parse+Sync answered before any server accepted the statement
 }

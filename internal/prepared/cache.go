@@ -18,7 +18,37 @@ type Statement struct {
 	Context   string // session context part of the identity
 	parse     []byte // encoded Parse frame with Name
 	key       uint64
+	size      int64       // bytes the statement keeps alive, for the byte bounds
 	verified  atomic.Bool // some server accepted the Parse
+}
+
+// Byte bounds, applied with the same LRU as the count bounds. A statement
+// larger than a bound is still kept alone: the one just added is never
+// evicted.
+const (
+	// CacheBytes bounds a pool cache (query texts, encoded Parse
+	// messages, parameter types) per pool.
+	CacheBytes int64 = 64 << 20
+	// ClientBytes bounds the statements one client's name map keeps
+	// alive (a statement evicted from the pool cache stays alive while a
+	// client names it).
+	ClientBytes int64 = 16 << 20
+	// ServerBytes bounds the text of the statements prepared on one
+	// server connection (PostgreSQL holds each one in the backend's
+	// memory).
+	ServerBytes int64 = 16 << 20
+)
+
+// statementOverhead approximates a Statement's fixed cost: the struct, its
+// list element and index entry, the name.
+const statementOverhead = 160
+
+// Size is the number of bytes the statement keeps alive.
+func (s *Statement) Size() int64 { return s.size }
+
+func statementSize(query string, oids []uint32, ctx string) int64 {
+	// The query is held twice: as text and inside the encoded Parse.
+	return statementOverhead + 2*int64(len(query)) + 8*int64(len(oids)) + int64(len(ctx))
 }
 
 // Verified reports whether some server has accepted this statement, so a
@@ -47,7 +77,9 @@ func (s *Statement) same(query string, oids []uint32, ctx string) bool {
 // Counters of a pool cache.
 type Counters struct {
 	Hits, Misses, Evictions uint64
+	Rejected                uint64 // entries dropped because a server rejected the Parse
 	Size                    int
+	Bytes                   int64
 }
 
 // Cache is a pool's statement cache.
@@ -58,26 +90,36 @@ type Cache struct {
 
 	mu        sync.Mutex
 	max       int
+	maxBytes  int64
+	bytes     int64
 	index     map[uint64]*list.Element // of *Statement
 	lru       list.List                // front = most recently used
 	hits      uint64
 	misses    uint64
 	evictions uint64
+	rejected  uint64
 }
 
-// NewCache returns a cache of at most size statements; names start with
-// prefix (e.g. "DOORMAN_").
+// NewCache returns a cache of at most size statements and CacheBytes bytes;
+// names start with prefix (e.g. "DOORMAN_").
 func NewCache(size int, prefix string) *Cache {
 	if size < 1 {
 		size = 1
 	}
-	return &Cache{prefix: prefix, seed: maphash.MakeSeed(), max: size, index: map[uint64]*list.Element{}}
+	return &Cache{prefix: prefix, seed: maphash.MakeSeed(), max: size, maxBytes: CacheBytes, index: map[uint64]*list.Element{}}
 }
 
 // SetSize changes the bound (reload); excess entries go at the next Get.
 func (c *Cache) SetSize(size int) {
 	c.mu.Lock()
 	c.max = max(size, 1)
+	c.mu.Unlock()
+}
+
+// SetMaxBytes changes the byte bound; excess entries go at the next Get.
+func (c *Cache) SetMaxBytes(n int64) {
+	c.mu.Lock()
+	c.maxBytes = max(n, 1)
 	c.mu.Unlock()
 }
 
@@ -97,6 +139,21 @@ func (c *Cache) hash(query string, oids []uint32, ctx string) uint64 {
 	return h.Sum64()
 }
 
+// Lookup returns the cached statement for (query, paramOIDs, ctx), marking
+// it used, or nil; it creates nothing and counts nothing.
+func (c *Cache) Lookup(query string, oids []uint32, ctx string) *Statement {
+	k := c.hash(query, oids, ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.index[k]; ok {
+		if st := e.Value.(*Statement); st.same(query, oids, ctx) {
+			c.lru.MoveToFront(e)
+			return st
+		}
+	}
+	return nil
+}
+
 // Get returns the statement for (query, paramOIDs, ctx), creating it on a
 // miss. hit reports whether it was already cached.
 func (c *Cache) Get(query string, oids []uint32, ctx string) (st *Statement, hit bool) {
@@ -110,8 +167,7 @@ func (c *Cache) Get(query string, oids []uint32, ctx string) (st *Statement, hit
 			c.lru.MoveToFront(e)
 			return st, true
 		}
-		c.lru.Remove(e) // hash collision: the newer statement takes the slot
-		delete(c.index, k)
+		c.removeLocked(e) // hash collision: the newer statement takes the slot
 	}
 	c.misses++
 	st = &Statement{
@@ -120,23 +176,46 @@ func (c *Cache) Get(query string, oids []uint32, ctx string) (st *Statement, hit
 		ParamOIDs: append([]uint32(nil), oids...),
 		Context:   ctx,
 		key:       k,
+		size:      statementSize(query, oids, ctx),
 	}
 	st.parse = protocol.Parse{Name: st.Name, Query: query, ParamOIDs: st.ParamOIDs}.Encode(nil)
 	c.index[k] = c.lru.PushFront(st)
-	for c.lru.Len() > c.max {
-		old := c.lru.Back()
-		c.lru.Remove(old)
-		delete(c.index, old.Value.(*Statement).key)
+	c.bytes += st.size
+	for c.lru.Len() > 1 && (c.lru.Len() > c.max || c.bytes > c.maxBytes) {
+		c.removeLocked(c.lru.Back())
 		c.evictions++
 	}
 	return st, false
+}
+
+func (c *Cache) removeLocked(e *list.Element) {
+	st := e.Value.(*Statement)
+	c.lru.Remove(e)
+	delete(c.index, st.key)
+	c.bytes -= st.size
+}
+
+// Remove drops st from the shared index because a server rejected its
+// Parse: nobody may be answered "already verified" for it, and its memory
+// goes with the last client that still names it. It reports whether st
+// was cached.
+func (c *Cache) Remove(st *Statement) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.index[st.key]
+	if !ok || e.Value.(*Statement) != st {
+		return false
+	}
+	c.removeLocked(e)
+	c.rejected++
+	return true
 }
 
 // Stats returns the counters.
 func (c *Cache) Stats() Counters {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Counters{Hits: c.hits, Misses: c.misses, Evictions: c.evictions, Size: c.lru.Len()}
+	return Counters{Hits: c.hits, Misses: c.misses, Evictions: c.evictions, Rejected: c.rejected, Size: c.lru.Len(), Bytes: c.bytes}
 }
 
 // Entries lists the cached statements, most recently used first (SHOW

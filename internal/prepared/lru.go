@@ -2,12 +2,19 @@ package prepared
 
 import "container/list"
 
-// ClientMap maps a client's statement names to statements, LRU-bounded.
+// nameOverhead approximates what one client name costs besides the
+// statement it keeps alive: map entry, list element, the entry struct.
+const nameOverhead = 96
+
+// ClientMap maps a client's statement names to statements, bounded by
+// count and by the bytes of the statements it keeps alive (LRU for both).
 // Not safe for concurrent use.
 type ClientMap struct {
-	max   int // 0 = unlimited
-	names map[string]*list.Element
-	lru   list.List // of *clientEntry, front = most recent
+	max      int // 0 = no count bound
+	maxBytes int64
+	bytes    int64
+	names    map[string]*list.Element
+	lru      list.List // of *clientEntry, front = most recent
 }
 
 type clientEntry struct {
@@ -15,10 +22,16 @@ type clientEntry struct {
 	st   *Statement
 }
 
-// NewClientMap returns a map holding at most max names (0 = unlimited).
+func (e *clientEntry) size() int64 { return nameOverhead + int64(len(e.name)) + e.st.size }
+
+// NewClientMap returns a map holding at most max names (0 = no count
+// bound) and ClientBytes bytes.
 func NewClientMap(max int) *ClientMap {
-	return &ClientMap{max: max, names: map[string]*list.Element{}}
+	return &ClientMap{max: max, maxBytes: ClientBytes, names: map[string]*list.Element{}}
 }
+
+// SetMaxBytes changes the byte bound; it applies from the next Put.
+func (m *ClientMap) SetMaxBytes(n int64) { m.maxBytes = max(n, 1) }
 
 // Get returns the statement the client named name, marking it used.
 func (m *ClientMap) Get(name string) *Statement {
@@ -33,26 +46,34 @@ func (m *ClientMap) Get(name string) *Statement {
 // Put binds name to st. It reports how many names were evicted.
 func (m *ClientMap) Put(name string, st *Statement) int {
 	if e, ok := m.names[name]; ok {
-		e.Value.(*clientEntry).st = st
+		ce := e.Value.(*clientEntry)
+		m.bytes += st.size - ce.st.size
+		ce.st = st
 		m.lru.MoveToFront(e)
-		return 0
+	} else {
+		ce := &clientEntry{name: name, st: st}
+		m.names[name] = m.lru.PushFront(ce)
+		m.bytes += ce.size()
 	}
-	m.names[name] = m.lru.PushFront(&clientEntry{name: name, st: st})
 	n := 0
-	for m.max > 0 && m.lru.Len() > m.max {
-		old := m.lru.Back()
-		m.lru.Remove(old)
-		delete(m.names, old.Value.(*clientEntry).name)
+	for m.lru.Len() > 1 && ((m.max > 0 && m.lru.Len() > m.max) || m.bytes > m.maxBytes) {
+		m.remove(m.lru.Back())
 		n++
 	}
 	return n
 }
 
+func (m *ClientMap) remove(e *list.Element) {
+	ce := e.Value.(*clientEntry)
+	m.lru.Remove(e)
+	delete(m.names, ce.name)
+	m.bytes -= ce.size()
+}
+
 // Delete forgets name.
 func (m *ClientMap) Delete(name string) {
 	if e, ok := m.names[name]; ok {
-		m.lru.Remove(e)
-		delete(m.names, name)
+		m.remove(e)
 	}
 }
 
@@ -60,23 +81,34 @@ func (m *ClientMap) Delete(name string) {
 func (m *ClientMap) Clear() {
 	m.names = map[string]*list.Element{}
 	m.lru.Init()
+	m.bytes = 0
 }
 
 // Len is the number of names.
 func (m *ClientMap) Len() int { return m.lru.Len() }
 
+// Bytes is what the map accounts against its byte bound.
+func (m *ClientMap) Bytes() int64 { return m.bytes }
+
 // ServerSet is the set of statements prepared on one server connection,
-// LRU-bounded. Not safe for concurrent use.
+// bounded by count and by the bytes of their text (LRU for both). Not safe
+// for concurrent use.
 type ServerSet struct {
-	max int
-	m   map[*Statement]*list.Element
-	lru list.List // of *Statement
+	max      int
+	maxBytes int64
+	bytes    int64
+	m        map[*Statement]*list.Element
+	lru      list.List // of *Statement
 }
 
-// NewServerSet returns a set of at most max statements.
+// NewServerSet returns a set of at most max statements (0 = no count
+// bound) and ServerBytes bytes.
 func NewServerSet(max int) *ServerSet {
-	return &ServerSet{max: max, m: map[*Statement]*list.Element{}}
+	return &ServerSet{max: max, maxBytes: ServerBytes, m: map[*Statement]*list.Element{}}
 }
+
+// SetMaxBytes changes the byte bound; it applies from the next Add.
+func (s *ServerSet) SetMaxBytes(n int64) { s.maxBytes = max(n, 1) }
 
 // Has reports whether st is prepared there, marking it used.
 func (s *ServerSet) Has(st *Statement) bool {
@@ -87,20 +119,21 @@ func (s *ServerSet) Has(st *Statement) bool {
 	return ok
 }
 
-// Add records st as prepared and returns the statement evicted to make
-// room (the caller must Close it on the server), or nil.
-func (s *ServerSet) Add(st *Statement) (evicted *Statement) {
+// Add records st as prepared and returns the statements evicted to make
+// room, least recently used first (the caller must Close them on the
+// server). The result is nil unless a bound is exceeded.
+func (s *ServerSet) Add(st *Statement) (evicted []*Statement) {
 	if e, ok := s.m[st]; ok {
 		s.lru.MoveToFront(e)
 		return nil
 	}
-	if s.max > 0 && s.lru.Len() >= s.max {
-		old := s.lru.Back()
-		s.lru.Remove(old)
-		evicted = old.Value.(*Statement)
-		delete(s.m, evicted)
-	}
 	s.m[st] = s.lru.PushFront(st)
+	s.bytes += st.size
+	for s.lru.Len() > 1 && ((s.max > 0 && s.lru.Len() > s.max) || s.bytes > s.maxBytes) {
+		old := s.lru.Back().Value.(*Statement)
+		s.Remove(old)
+		evicted = append(evicted, old)
+	}
 	return evicted
 }
 
@@ -109,6 +142,7 @@ func (s *ServerSet) Remove(st *Statement) {
 	if e, ok := s.m[st]; ok {
 		s.lru.Remove(e)
 		delete(s.m, st)
+		s.bytes -= st.size
 	}
 }
 
@@ -116,7 +150,11 @@ func (s *ServerSet) Remove(st *Statement) {
 func (s *ServerSet) Clear() {
 	s.m = map[*Statement]*list.Element{}
 	s.lru.Init()
+	s.bytes = 0
 }
 
 // Len is the number of statements.
 func (s *ServerSet) Len() int { return s.lru.Len() }
+
+// Bytes is what the set accounts against its byte bound.
+func (s *ServerSet) Bytes() int64 { return s.bytes }

@@ -17,6 +17,9 @@ func TestCacheIdentity(t *testing.T) {
 	b, hit := c.Get("SELECT $1", []uint32{23}, "")
 	require.True(t, hit)
 	require.Same(t, a, b)
+	require.Same(t, a, c.Lookup("SELECT $1", []uint32{23}, ""))
+	require.Nil(t, c.Lookup("SELECT $1", []uint32{25}, ""), "Lookup creates nothing")
+	require.Equal(t, Counters{Hits: 1, Misses: 1, Size: 1, Bytes: a.Size()}, c.Stats(), "nor counts")
 	tests := []struct {
 		name  string
 		query string
@@ -102,10 +105,90 @@ func TestServerSet(t *testing.T) {
 	require.Nil(t, s.Add(a))
 	require.Nil(t, s.Add(b))
 	require.True(t, s.Has(a)) // a most recent
-	require.Same(t, b, s.Add(c), "the evicted statement is returned so the caller can Close it")
+	require.Equal(t, []*Statement{b}, s.Add(c), "the evicted statement is returned so the caller can Close it")
 	require.False(t, s.Has(b))
 	s.Remove(a)
 	require.False(t, s.Has(a))
 	s.Clear()
 	require.Equal(t, 0, s.Len())
+}
+
+func TestCacheByteBound(t *testing.T) {
+	c := NewCache(1000, "S")
+	one := statementSize("SELECT 'xxxxxxxx'", nil, "")
+	c.SetMaxBytes(3 * one)
+	first, _ := c.Get("SELECT 'xxxxxxxx'", nil, "")
+	for _, q := range []string{"SELECT 'yyyyyyyy'", "SELECT 'zzzzzzzz'"} {
+		c.Get(q, nil, "")
+	}
+	_, hit := c.Get("SELECT 'xxxxxxxx'", nil, "") // first is now most recent
+	require.True(t, hit)
+	c.Get("SELECT 'wwwwwwww'", nil, "")
+	s := c.Stats()
+	require.Equal(t, 3, s.Size, "the byte bound evicts like the count bound")
+	require.Equal(t, 3*one, s.Bytes)
+	require.Equal(t, uint64(1), s.Evictions)
+	_, hit = c.Get("SELECT 'yyyyyyyy'", nil, "")
+	require.False(t, hit, "the least recently used entry went")
+	_, hit = c.Get("SELECT 'xxxxxxxx'", nil, "")
+	require.True(t, hit)
+	require.Equal(t, first.Name, c.Entries()[0].Name)
+
+	huge := string(make([]byte, 10*one))
+	st, _ := c.Get(huge, nil, "")
+	require.Equal(t, []*Statement{st}, c.Entries(), "a statement above the bound is kept alone")
+	require.Equal(t, st.Size(), c.Stats().Bytes)
+}
+
+func TestCacheRemoveRejected(t *testing.T) {
+	c := NewCache(10, "S")
+	bad, _ := c.Get("SELEC 1", nil, "")
+	good, _ := c.Get("SELECT 1", nil, "")
+	require.True(t, c.Remove(bad))
+	require.False(t, c.Remove(bad), "removing twice is harmless")
+	s := c.Stats()
+	require.Equal(t, 1, s.Size)
+	require.Equal(t, good.Size(), s.Bytes)
+	require.Equal(t, uint64(1), s.Rejected)
+	again, hit := c.Get("SELEC 1", nil, "")
+	require.False(t, hit, "a rejected statement is not answered from the cache")
+	require.NotEqual(t, bad.Name, again.Name)
+	require.False(t, c.Remove(bad), "a stale pointer does not remove its successor")
+	require.Equal(t, 2, c.Stats().Size)
+}
+
+func TestClientMapByteBound(t *testing.T) {
+	c := NewCache(10, "S")
+	a, _ := c.Get("SELECT 'aaaa'", nil, "")
+	b, _ := c.Get("SELECT 'bbbb'", nil, "")
+	d, _ := c.Get("SELECT 'dddd'", nil, "")
+	m := NewClientMap(0)
+	per := nameOverhead + 1 + a.Size()
+	m.SetMaxBytes(2 * per)
+	require.Equal(t, 0, m.Put("x", a))
+	require.Equal(t, 0, m.Put("y", b))
+	require.Same(t, a, m.Get("x"))
+	require.Equal(t, 1, m.Put("z", d), "over the byte bound: LRU eviction")
+	require.Nil(t, m.Get("y"))
+	require.Equal(t, 2*per, m.Bytes())
+	m.Delete("x")
+	require.Equal(t, per, m.Bytes())
+	m.Clear()
+	require.Equal(t, int64(0), m.Bytes())
+}
+
+func TestServerSetByteBound(t *testing.T) {
+	c := NewCache(10, "S")
+	a, _ := c.Get("SELECT 'aaaa'", nil, "")
+	b, _ := c.Get("SELECT 'bbbb'", nil, "")
+	big, _ := c.Get("SELECT '"+string(make([]byte, 3*a.Size()))+"'", nil, "")
+	s := NewServerSet(100)
+	s.SetMaxBytes(3 * a.Size())
+	require.Nil(t, s.Add(a))
+	require.Nil(t, s.Add(b))
+	require.Equal(t, []*Statement{a, b}, s.Add(big), "every statement evicted to fit, least recently used first")
+	require.Equal(t, 1, s.Len())
+	require.Equal(t, big.Size(), s.Bytes())
+	s.Remove(big)
+	require.Equal(t, int64(0), s.Bytes())
 }

@@ -124,10 +124,15 @@ func (s *Session) run(ctx context.Context) error {
 			return err
 		}
 		if grownSize(s.crd) > 0 && s.crd.Buffered() < protocol.DefaultBufferSize {
-			// f has been copied out: a buffer grown for it goes back now,
-			// not when the client next speaks.
+			// f has been used: a buffer grown for it goes back now, not
+			// when the client next speaks.
 			s.crd.Shrink()
 			s.cmem.Set(grownSize(s.crd))
+		}
+		if srv == nil { // answered locally
+			putBuf(sbuf)
+			sbuf = nil
+			continue
 		}
 		if f == nil { // large message: stream it
 			if err := s.streamToServer(srv, sbuf, n); err != nil {
@@ -212,6 +217,13 @@ func (s *Session) forward(ctx context.Context, typ byte, f protocol.Frame, sbuf 
 	srv := s.srv
 	if srv == nil {
 		s.mu.Unlock()
+		// Released after run looked (the client answered ReadyForQuery at
+		// once, as a synchronous PQprepare does): still answer locally.
+		if f != nil && s.rewriting() && len(*sbuf) == 0 {
+			if done, err := s.answerLocally(f); done || err != nil {
+				return nil, err
+			}
+		}
 		var err error
 		if srv, err = s.attach(ctx, sbuf); err != nil {
 			return nil, err

@@ -211,7 +211,7 @@ func (s *Session) prepareOn(srv *backend.Conn, st *prepared.Statement, out []byt
 // evictFor records st as prepared on srv, closing the statement evicted to
 // make room.
 func (s *Session) evictFor(srv *backend.Conn, st *prepared.Statement, out []byte) []byte {
-	if old := srv.Prepared.Add(st); old != nil {
+	for _, old := range srv.Prepared.Add(st) {
 		s.push(request{kind: protocol.MsgClose, swallow: true})
 		s.pool.Stats.PreparedServerEvictions.Add(1)
 		out = protocol.Close{ObjectType: protocol.ObjectStatement, Name: old.Name}.Encode(out)
@@ -300,7 +300,13 @@ func (s *Session) answerLocked(srv *backend.Conn, typ byte, body []byte) (hide b
 		if h.kind == protocol.MsgQuery || h.kind == protocol.MsgFunctionCall || h.kind == protocol.MsgSync {
 			break
 		}
-		s.failed(srv, s.pop())
+		r := s.pop()
+		if r.kind == protocol.MsgParse && r.stmt != nil && !r.fake {
+			// The server rejected it: never answer a later Parse of it
+			// from the cache, and let its memory go.
+			s.pool.Statements.Remove(r.stmt)
+		}
+		s.failed(srv, r)
 		// PostgreSQL now skips every message up to the next Sync; if the
 		// client has not sent that Sync yet, what it sends until then is
 		// skipped too.
@@ -367,11 +373,20 @@ func (s *Session) answerLocally(f protocol.Frame) (bool, error) {
 		if p.Decode(f.Body()) != nil || p.Name == "" || s.prep.Get(p.Name) != nil {
 			return false, nil
 		}
-		st, hit := s.pool.Statements.Get(p.Query, p.ParamOIDs, s.planSet)
+		st := s.pool.Statements.Lookup(p.Query, p.ParamOIDs, s.planSet)
+		hit := st != nil
 		if !hit || !st.Verified() {
-			return false, nil
+			if !s.mayDeferParse() {
+				return false, nil // rewriteParse counts the hit or miss
+			}
+			s.pool.Stats.PreparedDeferred.Add(1)
+			st, hit = s.pool.Statements.Get(p.Query, p.ParamOIDs, s.planSet)
 		}
-		s.pool.Stats.PreparedHits.Add(1)
+		if hit {
+			s.pool.Stats.PreparedHits.Add(1)
+		} else {
+			s.pool.Stats.PreparedMisses.Add(1)
+		}
 		if n := s.prep.Put(p.Name, st); n > 0 {
 			s.pool.Stats.PreparedClientEvictions.Add(uint64(n))
 		}
@@ -394,6 +409,22 @@ func (s *Session) answerLocally(f protocol.Frame) (bool, error) {
 		return true, fmt.Errorf("%w: %w", errClientGone, err)
 	}
 	return true, nil
+}
+
+// mayDeferParse reports whether the Parse just read, of a statement no
+// server has accepted yet, is answered without a server and prepared where
+// it is first used. Only for libpq's synchronous PQprepare (the Parse is
+// followed by nothing but one 5-byte message, Sync or Flush) and only when
+// waiting for a server could deadlock: no connection is idle and the pool
+// cannot open one. A server's error for the statement then comes with its
+// first Bind or Describe instead of with the Parse.
+func (s *Session) mayDeferParse() bool {
+	if s.crd.Buffered() != 5 {
+		return false
+	}
+	conns := s.pool.Conns()
+	st := conns.Stats()
+	return st.Idle == 0 && (st.Waiting > 0 || st.Total >= conns.Config().MaxSize)
 }
 
 func queryText(body []byte) string {
