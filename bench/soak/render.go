@@ -29,7 +29,8 @@ func Render(r Report) string {
 	s := r.Settings
 	fmt.Fprintf(&b, "%d clients through pg_doorman (transaction mode, pool_size %d) for %s, commit %s, %s, started %s.\n",
 		s.Clients, s.PoolSize, r.Elapsed.Round(time.Second), r.Commit, r.Postgres, r.Date.Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(&b, "One row per sample (mm:ss since the load started); work columns count what finished in the interval before the sample. "+
+	fmt.Fprintf(&b, "One row per sample (mm:ss since the load started; \"stopped\": after the clients stopped, not judged); "+
+		"work columns count what finished in the interval before the sample. "+
 		"Warm-up %s: RSS is judged on the samples from then on, by (max - min) / min <= %.0f%%.\n\n",
 		s.WarmupTime(), 100*s.Tolerance)
 	b.WriteString("| at | RSS MiB | VmHWM MiB | heap MiB | goroutines | fds |")
@@ -40,7 +41,7 @@ func Render(r Report) string {
 	b.WriteString(strings.Repeat("--:|", 5+len(tableKinds)+5) + "\n")
 	var cancels int64 // pg_doorman's counter is cumulative; the table shows each interval
 	for _, sm := range r.Samples {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d |", clock(sm.At), mibNum(sm.RSS), mibNum(sm.HWM), mibNum(sm.Heap), sm.Goroutines, sm.FDs)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d |", at(sm), mibNum(sm.RSS), mibNum(sm.HWM), mibNum(sm.Heap), sm.Goroutines, sm.FDs)
 		writeCounts(&b, sm.Done, sm.Cancels-cancels)
 		cancels = sm.Cancels
 	}
@@ -77,7 +78,7 @@ func kills(t Totals) int64 {
 // ProgressLine is one sample for the console.
 func ProgressLine(sm Sample) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s rss %s MiB hwm %s heap %s MiB goroutines %d fds %d |", clock(sm.At),
+	fmt.Fprintf(&b, "%s rss %s MiB hwm %s heap %s MiB goroutines %d fds %d |", at(sm),
 		mibNum(sm.RSS), mibNum(sm.HWM), mibNum(sm.Heap), sm.Goroutines, sm.FDs)
 	for _, k := range tableKinds {
 		fmt.Fprintf(&b, " %s %d", k, sm.Done.OK[k])
@@ -85,6 +86,14 @@ func ProgressLine(sm Sample) string {
 	fmt.Fprintf(&b, " | kills %d logins %d cancels(total) %d expected %d unexpected %d", kills(sm.Done), sm.Done.OK[KindConnect],
 		sm.Cancels, Sum(sm.Done.Expected), Sum(sm.Done.Unexpected))
 	return b.String()
+}
+
+// at is a sample's time for the table.
+func at(sm Sample) string {
+	if sm.Stopped {
+		return clock(sm.At) + " stopped"
+	}
+	return clock(sm.At)
 }
 
 func clock(d time.Duration) string {

@@ -31,6 +31,7 @@ type Sample struct {
 	Goroutines int64         // go_goroutines
 	FDs        int           // open file descriptors
 	Cancels    int64         // CancelRequests pg_doorman received since start
+	Stopped    bool          // taken after the workers stopped; not judged
 	Done       Totals        // outcomes in the interval that ends at At
 }
 
@@ -60,6 +61,26 @@ func (p *probe) sample(ctx context.Context, at time.Duration) (Sample, error) {
 	}
 	s.Goroutines, s.Heap, s.Cancels = int64(m[metricGoroutines]), int64(m[metricHeapInuse]), int64(m[metricCancels])
 	return s, nil
+}
+
+// settleTimeout bounds waiting for pg_doorman to let stopped clients go.
+const settleTimeout = 10 * time.Second
+
+// settled samples until two samples a second apart agree on goroutines
+// and descriptors, or settleTimeout passes; At is measured from start.
+func (p *probe) settled(start time.Time) (Sample, error) {
+	ctx := context.Background()
+	deadline := time.Now().Add(settleTimeout)
+	prev, err := p.sample(ctx, time.Since(start))
+	for err == nil && time.Now().Before(deadline) {
+		time.Sleep(time.Second) // polling interval: nothing to wait on but the next reading
+		var cur Sample
+		if cur, err = p.sample(ctx, time.Since(start)); err == nil && cur.Goroutines == prev.Goroutines && cur.FDs == prev.FDs {
+			return cur, nil
+		}
+		prev = cur
+	}
+	return prev, err
 }
 
 func (p *probe) scrape(ctx context.Context) (map[string]float64, error) {

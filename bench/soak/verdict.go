@@ -6,7 +6,7 @@ import (
 )
 
 // Verdict is the soak's pass or fail. RSS is judged on the samples taken at
-// or after the warm-up: the spread (max - min) / min must stay within the
+// or after the warm-up and before the workers stopped: the spread (max - min) / min must stay within the
 // tolerance. The spread is stricter than last vs first: it also fails a
 // run whose RSS rose and fell back.
 type Verdict struct {
@@ -26,7 +26,7 @@ const minJudged = 2
 func Judge(samples []Sample, warmup time.Duration, tolerance float64, unexpected int64, complete bool) Verdict {
 	v := Verdict{Unexpected: unexpected}
 	for _, s := range samples {
-		if s.At <= 0 || s.At < warmup {
+		if s.At <= 0 || s.At < warmup || s.Stopped {
 			continue
 		}
 		if v.Judged == 0 || s.RSS < v.RSSMin {

@@ -39,6 +39,7 @@ func TestJudge(t *testing.T) {
 		{"unexpected errors fail", samples(14, 60, 60, 60), time.Minute, 3, true, false, 0, 3, "3 unexpected errors"},
 		{"too few samples fail", samples(14, 60, 60), 2 * time.Minute, 0, true, false, 0, 1, "1 samples after the 2m0s warm-up, need 2"},
 		{"baseline never judged", samples(14, 60), 0, 0, true, false, 0, 1, "need 2"},
+		{"stopped sample not judged", append(samples(14, 60, 60), Sample{At: 3 * time.Minute, RSS: 30 * mb, Stopped: true}), time.Minute, 0, true, true, 0, 2, ""},
 		{"interrupted fails", samples(14, 60, 60, 60), time.Minute, 0, false, false, 0, 3, "interrupted"},
 	}
 	for _, tc := range tests {
@@ -57,5 +58,23 @@ func TestJudge(t *testing.T) {
 				require.Contains(t, v.String(), tc.reason)
 			}
 		})
+	}
+}
+
+func TestSampleTimes(t *testing.T) {
+	t.Parallel()
+	m := time.Minute
+	tests := []struct {
+		name               string
+		duration, interval time.Duration
+		want               []time.Duration
+	}{
+		{"whole minutes", 3 * m, m, []time.Duration{m, 2 * m, 3 * m}},
+		{"a partial last interval", 150 * time.Second, m, []time.Duration{m, 2 * m, 150 * time.Second}},
+		{"one interval", m, m, []time.Duration{m}},
+		{"shorter than an interval", 30 * time.Second, m, []time.Duration{30 * time.Second}},
+	}
+	for _, tc := range tests {
+		require.Equal(t, tc.want, sampleTimes(tc.duration, tc.interval), tc.name)
 	}
 }
