@@ -6,7 +6,7 @@ RACE_PKGS := ./internal/pool/... ./internal/prepared/... ./internal/session/... 
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/doorman-go/doorman/internal/daemon.Version=$(VERSION)
 
-.PHONY: all build run test test-unit test-race test-bdd test-e2e bench fuzz lint clean
+.PHONY: all build run test test-unit test-race test-bdd test-e2e bench soak fuzz lint clean
 
 all: build
 
@@ -44,6 +44,11 @@ lint:
 
 bench: build
 	@scripts/bench.sh
+
+# 30 minutes of 400 clients with kills through pg_doorman (SOAK_* knobs in
+# scripts/soak.sh); not part of make test.
+soak: build
+	@scripts/soak.sh
 
 # Short run of every fuzz target (FUZZTIME per target).
 FUZZTIME ?= 10s

@@ -34,6 +34,7 @@ type poolerConfig struct {
 	poolSize   int
 	prepSize   int
 	maxClients int // client connections the pooler must accept
+	promPort   int // pg_doorman's Prometheus port on 127.0.0.1; 0: exporter off
 }
 
 // startDoorman writes a YAML config and starts bin/pg_doorman.
@@ -81,9 +82,16 @@ general:
   log_client_connections: false
   log_client_disconnections: false
   log_level: "warn"
-pools:
 `, port, c.dir, filepath.Join(c.dir, "pg_doorman.pid"), max(8192, c.maxClients)) +
-		pool(benchDB, c.poolSize) + pool(preparedDB, c.prepSize)
+		prometheusYAML(c.promPort) + "pools:\n" + pool(benchDB, c.poolSize) + pool(preparedDB, c.prepSize)
+}
+
+// prometheusYAML is the exporter section, empty when port is 0.
+func prometheusYAML(port int) string {
+	if port == 0 {
+		return ""
+	}
+	return fmt.Sprintf("prometheus:\n  enabled: true\n  host: \"127.0.0.1\"\n  port: %d\n", port)
 }
 
 // startPgBouncer writes an ini and a SCRAM auth_file and starts pgbouncer

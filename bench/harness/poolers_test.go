@@ -36,6 +36,21 @@ func TestDoormanYAMLLoads(t *testing.T) {
 		sizes[p.Name] = p.Users[0].PoolSize
 	}
 	require.Equal(t, map[string]int{benchDB: 40, preparedDB: 10}, sizes)
+	require.False(t, cfg.Prometheus.Enabled)
+}
+
+func TestDoormanYAMLPrometheus(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := poolerConfig{dir: dir, pgPort: 5432, verifier: testVerifier, poolSize: 40, prepSize: 40, maxClients: 500, promPort: 9199}
+	path := filepath.Join(dir, "doorman.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(doormanYAML(6432, c)), 0o600))
+	cfg, _, err := config.Load(path)
+	require.NoError(t, err)
+	require.True(t, cfg.Prometheus.Enabled)
+	require.Equal(t, "127.0.0.1", cfg.Prometheus.Host)
+	require.Equal(t, 9199, cfg.Prometheus.Port)
+	require.Len(t, cfg.Pools, 2)
 }
 
 func TestPgBouncerINI(t *testing.T) {
