@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/doorman-go/doorman/internal/pgtest/testcerts"
 )
 
 // Options configures a cluster. The zero value is usable.
@@ -24,6 +26,9 @@ type Options struct {
 	// ExtraHba lines go into pg_hba.conf after "local all postgres trust"
 	// and before every other line, so they can override the defaults.
 	ExtraHba []string
+	// TLS turns ssl on with TLS.Server as the server certificate and
+	// TLS.CA as ssl_ca_file (for clientcert=verify-ca/verify-full rules).
+	TLS *testcerts.Set
 }
 
 const (
@@ -122,6 +127,10 @@ func (s serverConf) render() string {
 		{"log_connections", "on"},
 		{"log_disconnections", "on"},
 		{"log_line_prefix", "%m [%p] %q%u@%d "},
+	}
+	if s.opts.TLS != nil {
+		settings = append(settings, [2]string{"ssl", "on"}, [2]string{"ssl_cert_file", "server.crt"},
+			[2]string{"ssl_key_file", "server.key"}, [2]string{"ssl_ca_file", "root.crt"})
 	}
 	keys := make([]string, 0, len(s.opts.ExtraConf))
 	for k := range s.opts.ExtraConf {

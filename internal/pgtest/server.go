@@ -71,10 +71,38 @@ func (c *Cluster) writeConfig() error {
 	if err := c.env.writeOwned(filepath.Join(c.DataDir, "pgtest.conf"), conf.render()); err != nil {
 		return err
 	}
+	if err := c.writeTLSFiles(); err != nil {
+		return err
+	}
 	c.group.mu.Lock()
 	lines := append([]string(nil), c.group.userLines...)
 	c.group.mu.Unlock()
 	return c.env.writeOwned(filepath.Join(c.DataDir, "pg_hba.conf"), renderHba(c.opts, lines))
+}
+
+// writeTLSFiles copies the server certificate, its key (mode 0600, as
+// PostgreSQL demands) and the CA into the data directory.
+func (c *Cluster) writeTLSFiles() error {
+	set := c.opts.TLS
+	if set == nil {
+		return nil
+	}
+	for _, f := range []struct{ from, to string }{
+		{set.Server.Cert, "server.crt"}, {set.Server.Key, "server.key"}, {set.CA.Cert, "root.crt"},
+	} {
+		b, err := os.ReadFile(f.from)
+		if err != nil {
+			return fmt.Errorf("tls files: %w", err)
+		}
+		to := filepath.Join(c.DataDir, f.to)
+		if err := c.env.writeOwned(to, string(b)); err != nil {
+			return err
+		}
+		if err := os.Chmod(to, 0o600); err != nil {
+			return fmt.Errorf("tls files: %w", err)
+		}
+	}
+	return nil
 }
 
 // startServer runs the postmaster as a child of the test process and waits
