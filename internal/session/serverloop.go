@@ -170,6 +170,9 @@ func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transa
 
 // giveBack cleans a connection that served a client and returns it.
 func (s *Session) giveBack(c *pooler.Conn) {
+	// A cancel still in flight must hit neither the cleanup below nor the
+	// connection's next client.
+	s.cancels.Wait()
 	conn := c.Value
 	if conn.Broken {
 		s.pool.Destroy(c)

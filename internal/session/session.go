@@ -89,13 +89,16 @@ type Session struct {
 
 	wmu sync.Mutex // serialises writes to nc
 
-	mu         sync.Mutex
-	srv        *pooler.Conn // attached server connection, nil between transactions
-	srvDone    chan struct{}
-	pending    int  // Query/Sync/FunctionCall sent and not yet answered by ReadyForQuery
-	partial    bool // extended-protocol messages sent after the last Sync
-	closing    bool // the client is gone: serverLoop must not release into a session
-	killed     bool
+	mu      sync.Mutex
+	srv     *pooler.Conn // attached server connection, nil between transactions
+	srvDone chan struct{}
+	pending int  // Query/Sync/FunctionCall sent and not yet answered by ReadyForQuery
+	partial bool // extended-protocol messages sent after the last Sync
+	closing bool // the client is gone: serverLoop must not release into a session
+	killed  bool
+	// cancels counts cancel requests being forwarded to srv; Add only
+	// under mu while srv is attached, Wait before srv goes back to the pool.
+	cancels    sync.WaitGroup
 	xactStart  time.Time
 	queryStart time.Time
 
@@ -270,13 +273,19 @@ func (s *Session) forwardCancel(ctx context.Context, m *protocol.CancelRequest) 
 	}
 	target.mu.Lock()
 	var srv *backend.Conn
-	if target.srv != nil {
+	if target.srv != nil && !target.closing {
+		// A client that is gone has nothing to cancel: its server is
+		// rolled back or destroyed anyway. Otherwise the target must not
+		// give the server to another client before this cancel has been
+		// delivered, or the cancel would hit that client's statement.
 		srv = target.srv.Value
+		target.cancels.Add(1)
 	}
 	target.mu.Unlock()
 	if srv == nil {
 		return
 	}
+	defer target.cancels.Done()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := srv.Cancel(ctx); err != nil {
