@@ -11,6 +11,10 @@ import (
 	"github.com/doorman-go/doorman/internal/protocol"
 )
 
+// MaxAdminMessage bounds one admin console message including its length
+// word. Admin commands are short; a longer one is answered with 54000.
+const MaxAdminMessage = 64 << 10
+
 // serveAdmin authenticates an admin console client with admin_username and
 // admin_password (pg_hba applies here too) and hands it to Env.Admin.
 func (s *Session) serveAdmin(ctx context.Context) error {
@@ -53,9 +57,13 @@ func (s *Session) serveAdmin(ctx context.Context) error {
 		return err
 	}
 	_ = s.nc.SetDeadline(zeroTime)
-	s.crd = protocol.NewReader(s.nc, 0, 1<<20)
+	s.crd = protocol.NewReader(s.nc, 0, MaxAdminMessage)
 	if s.env.Admin == nil {
 		return errors.New("admin console not available")
 	}
-	return s.env.Admin(ctx, s)
+	err = s.env.Admin(ctx, s)
+	if errors.Is(err, protocol.ErrMessageTooLarge) || errors.Is(err, protocol.ErrInvalidLength) {
+		s.lastWord.Store(true) // the console answered with a FATAL error
+	}
+	return err
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"sort"
 	"strings"
@@ -119,7 +120,21 @@ func (s *Session) welcome() error {
 	if err := s.Write(b); err != nil {
 		return fmt.Errorf("send welcome: %w", err)
 	}
+	s.applyLinger()
 	return nil
+}
+
+// applyLinger sets tcp_so_linger on a logged-in TCP client: from now on a
+// close may reset the connection, as the setting asks. Before the welcome
+// the socket keeps the default (a graceful close), see daemon's accept path.
+func (s *Session) applyLinger() {
+	tc, ok := s.nc.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	if sec := s.general().TCPSoLinger; sec >= 0 {
+		_ = tc.SetLinger(sec)
+	}
 }
 
 // authMethod applies pg_hba (or the legacy hba list) and picks the
@@ -231,7 +246,7 @@ func (s *Session) authMD5(verifier string) error {
 	}
 	var pm protocol.PasswordMessage
 	if err := pm.Decode(body); err != nil {
-		s.fatal("08P01", "invalid password packet")
+		s.protocolViolation("invalid password packet")
 		return err
 	}
 	if !auth.CheckMD5(verifier, salt, pm.Password) {
@@ -250,13 +265,13 @@ func (s *Session) authSCRAM(v auth.SCRAMVerifier) ([]byte, error) {
 	}
 	var init protocol.SASLInitialResponse
 	if err := init.Decode(body); err != nil || init.Mechanism != auth.SCRAMMechanism {
-		s.fatal("08P01", "invalid SASL initial response")
+		s.protocolViolation("invalid SASL initial response")
 		return nil, fmt.Errorf("sasl initial response: %v", err)
 	}
 	srv := auth.NewSCRAMServer(v, rand.Reader)
 	first, err := srv.ClientFirst(init.Data)
 	if err != nil {
-		s.fatal("08P01", "malformed SCRAM message")
+		s.protocolViolation("malformed SCRAM message")
 		return nil, err
 	}
 	if err := s.Write(protocol.AuthenticationSASLContinue{Data: first}.Encode(nil)); err != nil {
@@ -268,7 +283,7 @@ func (s *Session) authSCRAM(v auth.SCRAMVerifier) ([]byte, error) {
 	}
 	var resp protocol.SASLResponse
 	if err := resp.Decode(body); err != nil {
-		s.fatal("08P01", "invalid SASL response")
+		s.protocolViolation("invalid SASL response")
 		return nil, err
 	}
 	final, err := srv.ClientFinal(resp.Data)
@@ -276,7 +291,7 @@ func (s *Session) authSCRAM(v auth.SCRAMVerifier) ([]byte, error) {
 		if errors.Is(err, auth.ErrAuthFailed) {
 			return nil, s.authFailed()
 		}
-		s.fatal("08P01", "malformed SCRAM message")
+		s.protocolViolation("malformed SCRAM message")
 		return nil, err
 	}
 	if err := s.Write(protocol.AuthenticationSASLFinal{Data: final}.Encode(nil)); err != nil {
@@ -285,20 +300,47 @@ func (s *Session) authSCRAM(v auth.SCRAMVerifier) ([]byte, error) {
 	return srv.ClientKey(), nil
 }
 
-// readPassword reads the next 'p' message of the auth exchange.
+// MaxAuthMessage bounds a password/SASL message including its length word:
+// PostgreSQL's PG_MAX_AUTH_TOKEN_LENGTH.
+const MaxAuthMessage = 65535
+
+// readPassword reads the next 'p' message of the auth exchange. A broken
+// length or an oversized message is answered (08P01, 54000) before the
+// session ends; a client that just goes away is not a login failure.
 func (s *Session) readPassword() ([]byte, error) {
 	if s.crd == nil {
-		s.crd = protocol.NewReader(s.nc, 0, 64<<10)
+		s.crd = protocol.NewReader(s.nc, 0, MaxAuthMessage)
 	}
 	f, err := s.crd.Next()
 	if err != nil {
+		s.badClientMessage(err)
 		return nil, fmt.Errorf("read auth response: %w", err)
 	}
 	if f.Type() != protocol.MsgPassword {
-		s.fatal("08P01", fmt.Sprintf("expected password response, got message type %q", f.Type()))
+		s.protocolViolation(fmt.Sprintf("expected password response, got message type %q", f.Type()))
 		return nil, fmt.Errorf("expected password message, got %q", f.Type())
 	}
 	return f.Body(), nil
+}
+
+// badClientMessage answers a read error that is the client's fault: a
+// declared length below 4 (08P01) or above the limit (54000).
+func (s *Session) badClientMessage(err error) {
+	var tooLarge *protocol.MessageTooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
+		s.loginFailed("protocol")
+		s.fatal("54000", fmt.Sprintf("message too long: %d bytes, limit %d", tooLarge.Length, tooLarge.Max))
+	case errors.Is(err, protocol.ErrInvalidLength):
+		s.protocolViolation("invalid message length")
+	}
+}
+
+// protocolViolation counts and answers a client that broke the protocol
+// during login (FATAL 08P01).
+func (s *Session) protocolViolation(msg string) {
+	s.loginFailed("protocol")
+	s.fatal("08P01", msg)
 }
 
 func parsePrefix(s string) (netip.Prefix, error) {
