@@ -24,13 +24,7 @@ import (
 func (s *Session) login(ctx context.Context, sm *protocol.StartupMessage) error {
 	p, ok := s.env.Pools.Lookup(s.Database, s.User)
 	if !ok {
-		s.loginFailed("no_pool")
-		if !s.env.Pools.HasDatabase(s.Database) {
-			s.fatal("3D000", fmt.Sprintf("no such database: %s", s.Database))
-			return fmt.Errorf("no such database %q", s.Database)
-		}
-		s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
-		return fmt.Errorf("no such user %q in pool %q", s.User, s.Database)
+		return s.loginWithoutPool()
 	}
 	s.pool = p
 	set := p.Settings()
@@ -75,10 +69,65 @@ func (s *Session) login(ctx context.Context, sm *protocol.StartupMessage) error 
 	return s.welcome()
 }
 
+// loginWithoutPool answers a client whose (database, user) has no pool
+// without telling an unauthenticated client which of the two is unknown,
+// as PostgreSQL checks the database only after authentication: a user
+// found in another pool authenticates against that password and only then
+// learns that the database is not served; an unknown user goes through a
+// mock SCRAM exchange that fails like a wrong password.
+func (s *Session) loginWithoutPool() error {
+	verifier, known := s.verifierElsewhere()
+	if !known {
+		s.authReason = "no_user"
+	}
+	method, err := s.authMethod(verifier)
+	if err != nil {
+		return err
+	}
+	if !known && method == hba.MethodTrust {
+		// Trust hides nothing in PostgreSQL either.
+		s.loginFailed("no_user")
+		s.fatal("28000", fmt.Sprintf("role %q does not exist", s.User))
+		return fmt.Errorf("no such user %q", s.User)
+	}
+	if _, err := s.authenticate(method, verifier); err != nil {
+		return err
+	}
+	if !s.env.Pools.HasDatabase(s.Database) {
+		s.loginFailed("no_database")
+		s.fatal("3D000", fmt.Sprintf("no such database: %s", s.Database))
+		return fmt.Errorf("no such database %q", s.Database)
+	}
+	s.loginFailed("no_pool")
+	s.fatal("42501", fmt.Sprintf("permission denied for database %q", s.Database))
+	return fmt.Errorf("user %q has no pool in database %q", s.User, s.Database)
+}
+
+// verifierElsewhere finds the user's password in the pools of other
+// databases (the first by database name).
+func (s *Session) verifierElsewhere() (string, bool) {
+	pools := s.env.Pools.Config().Pools
+	names := make([]string, 0, len(pools))
+	for name := range pools {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for _, u := range pools[name].Users {
+			if u.Username == s.User {
+				return u.Password, true
+			}
+		}
+	}
+	return "", false
+}
+
+// loginFailed counts a refused login and logs it (rate-limited).
 func (s *Session) loginFailed(reason string) {
 	if s.env.Metrics != nil {
 		s.env.Metrics.LoginFailure(reason)
 	}
+	logLoginFailure(s.env.Log, &failedLogins, s.User, s.Database, s.RemoteAddr, reason)
 }
 
 // serverLoginFailed turns a failure to open the first server connection
@@ -147,15 +196,11 @@ func (s *Session) authMethod(verifier string) (hba.Method, error) {
 			s.fatal("28000", fmt.Sprintf("no pg_hba.conf entry for host %q, user %q, database %q", s.addrString(), s.User, s.Database))
 			return 0, errors.New("rejected by hba")
 		}
-		switch {
-		case auth.IsSCRAMVerifier(verifier):
-			return hba.MethodSCRAM, nil
-		case auth.IsMD5Verifier(verifier):
+		if auth.IsMD5Verifier(verifier) {
 			return hba.MethodMD5, nil
 		}
-		s.loginFailed("no_password")
-		s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
-		return 0, errors.New("user has no password verifier and no hba trust rule")
+		// SCRAM, or a mock SCRAM exchange when there is no usable verifier.
+		return hba.MethodSCRAM, nil
 	}
 	rule, ok := rules.Match(hba.Request{Local: s.Local, TLS: false, Addr: s.clientAddr(), Database: s.Database, User: s.User})
 	if !ok {
@@ -167,17 +212,16 @@ func (s *Session) authMethod(verifier string) (hba.Method, error) {
 	case hba.MethodTrust:
 		return hba.MethodTrust, nil
 	case hba.MethodMD5:
-		// Like PostgreSQL: md5 falls back to SCRAM when the stored secret is SCRAM.
-		if auth.IsSCRAMVerifier(verifier) {
-			return hba.MethodSCRAM, nil
-		}
+		// Like PostgreSQL (CheckPWChallengeAuth): md5 only with an MD5
+		// secret; otherwise SCRAM, mocked when the secret is missing
+		// (PostgreSQL mocks with its default password_encryption, SCRAM).
 		if auth.IsMD5Verifier(verifier) {
 			return hba.MethodMD5, nil
 		}
+		return hba.MethodSCRAM, nil
 	case hba.MethodSCRAM:
-		if auth.IsSCRAMVerifier(verifier) {
-			return hba.MethodSCRAM, nil
-		}
+		// An MD5 or missing secret gets a mock SCRAM exchange, as in PostgreSQL.
+		return hba.MethodSCRAM, nil
 	}
 	s.loginFailed("hba")
 	if rule.Method == hba.MethodReject {
@@ -185,7 +229,7 @@ func (s *Session) authMethod(verifier string) (hba.Method, error) {
 		return 0, fmt.Errorf("hba line %d rejects", rule.Line)
 	}
 	s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
-	return 0, fmt.Errorf("hba line %d method %s cannot be used with the stored password", rule.Line, rule.MethodName)
+	return 0, fmt.Errorf("hba line %d method %s is not supported", rule.Line, rule.MethodName)
 }
 
 func (s *Session) addrString() string {
@@ -220,8 +264,12 @@ func (s *Session) authenticate(method hba.Method, verifier string) ([]byte, erro
 	case hba.MethodSCRAM:
 		v, err := auth.ParseSCRAMVerifier(verifier)
 		if err != nil {
-			s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
-			return nil, fmt.Errorf("stored verifier: %w", err)
+			// No usable SCRAM secret: the exchange runs and fails like a
+			// wrong password, with a salt stable per user name.
+			if s.authReason == "" {
+				s.authReason = "no_password"
+			}
+			v = mockVerifier(mockSecret(), s.User)
 		}
 		return s.authSCRAM(v)
 	}
@@ -229,7 +277,11 @@ func (s *Session) authenticate(method hba.Method, verifier string) ([]byte, erro
 }
 
 func (s *Session) authFailed() error {
-	s.loginFailed("password")
+	reason := s.authReason
+	if reason == "" {
+		reason = "password"
+	}
+	s.loginFailed(reason)
 	s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
 	return fmt.Errorf("password authentication failed for user %q", s.User)
 }

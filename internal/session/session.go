@@ -110,6 +110,10 @@ type Session struct {
 	// lastWord: a FATAL error was sent, close gracefully.
 	lastWord atomic.Bool
 
+	// authReason is the login failure reason counted when the password
+	// check fails: "" means "password"; set for mock exchanges.
+	authReason string
+
 	cancelPID, cancelSecret uint32
 	clientParams            map[string]string // what the client has been told
 	sbuf                    []byte            // bytes for the server, owned by Serve
