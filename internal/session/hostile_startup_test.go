@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -227,18 +228,37 @@ func TestHostileStartupAsPostgres(t *testing.T) {
 			}
 		})
 	}
-	t.Run("1000 SSLRequests get one N", func(t *testing.T) {
-		c := hsDial(t, d.Port)
-		var flood []byte
-		for range 1000 {
-			flood = append(flood, hsSSL.b...)
-		}
-		c.send(flood)
-		require.Equal(t, "N", c.byteAnswer())
-		require.Equal(t, "E FATAL 0A000 unsupported frontend protocol 1234.5679: server supports 3.0 to 3.0", c.byteAnswer())
-		end, _ := c.message()
-		require.Equal(t, "EOF", end, "the unread requests are drained, not reset")
-	})
+	// Requests sent without waiting for the answer: PostgreSQL sees the
+	// unread bytes after its 'N' (pq_buffer_has_data) and refuses.
+	pipelined := []struct {
+		name   string
+		stream []byte
+		want   []string
+	}{
+		{"1000 SSLRequests at once", bytes.Repeat(hsSSL.b, 1000),
+			[]string{"N", "E FATAL 08P01 received unencrypted data after SSL request", "EOF"}},
+		{"SSLRequest and startup at once", append(append([]byte{}, hsSSL.b...), hsStartup(hsV30, user...).b...),
+			[]string{"N", "E FATAL 08P01 received unencrypted data after SSL request", "EOF"}},
+		{"GSSENCRequest and startup at once", append(append([]byte{}, hsGSS.b...), hsStartup(hsV30, user...).b...),
+			[]string{"N", "E FATAL 08P01 received unencrypted data after GSSAPI encryption request", "EOF"}},
+	}
+	for _, tt := range pipelined {
+		t.Run(tt.name, func(t *testing.T) {
+			run := func(port int) []string {
+				c := hsDial(t, port)
+				c.send(tt.stream)
+				first := c.byteAnswer()
+				second := c.byteAnswer()
+				end, _ := c.message()
+				return []string{first, second, end}
+			}
+			got := run(d.Port)
+			require.Equal(t, tt.want, got, "pg_doorman; the unread bytes are drained, not reset")
+			if !strings.HasPrefix(tt.name, "GSS") {
+				require.Equal(t, run(pg.Port), got, "PostgreSQL answers the same")
+			}
+		})
+	}
 	check()
 }
 

@@ -223,7 +223,8 @@ func (s *Session) serve(ctx context.Context) error {
 // CancelRequest (forwarded, returns nil message) and StartupMessage. Like
 // PostgreSQL's ProcessStartupPacket it accepts at most one SSLRequest and
 // one GSSENCRequest: a repeated one is read as a startup packet of protocol
-// 1234.5679 (or 1234.5680) and refused as an unsupported version.
+// 1234.5679 (or 1234.5680) and refused as an unsupported version; bytes
+// sent before the answer to one are a protocol violation (08P01).
 func (s *Session) readStartup(ctx context.Context) (*protocol.StartupMessage, error) {
 	var sslDone, gssDone bool
 	for {
@@ -252,8 +253,21 @@ func (s *Session) readStartup(ctx context.Context) (*protocol.StartupMessage, er
 		}
 		switch m := m.(type) {
 		case *protocol.SSLRequest, *protocol.GSSENCRequest:
+			// Bytes that arrived before the answer were sent without
+			// waiting for it (and, were encryption accepted, would be
+			// plaintext a man in the middle could have injected).
+			early := unreadInput(s.nc)
 			if _, err := s.nc.Write([]byte{'N'}); err != nil {
 				return nil, fmt.Errorf("refuse encryption: %w", err)
+			}
+			if early {
+				msg := "received unencrypted data after SSL request"
+				if _, gss := m.(*protocol.GSSENCRequest); gss {
+					msg = "received unencrypted data after GSSAPI encryption request"
+				}
+				s.loginFailed("protocol")
+				s.fatal("08P01", msg)
+				return nil, errors.New(msg)
 			}
 		case *protocol.CancelRequest:
 			s.countConnection("cancel")
@@ -326,7 +340,7 @@ func (s *Session) fatal(code, msg string) {
 // of what the client still sends is read and dropped.
 const (
 	drainTimeout = time.Second
-	drainLimit   = 1 << 20
+	drainLimit   = 8 << 20
 )
 
 // close ends the connection. After a FATAL error it closes gracefully
