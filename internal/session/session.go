@@ -253,21 +253,8 @@ func (s *Session) readStartup(ctx context.Context) (*protocol.StartupMessage, er
 		}
 		switch m := m.(type) {
 		case *protocol.SSLRequest, *protocol.GSSENCRequest:
-			// Bytes that arrived before the answer were sent without
-			// waiting for it (and, were encryption accepted, would be
-			// plaintext a man in the middle could have injected).
-			early := unreadInput(s.nc)
-			if _, err := s.nc.Write([]byte{'N'}); err != nil {
-				return nil, fmt.Errorf("refuse encryption: %w", err)
-			}
-			if early {
-				msg := "received unencrypted data after SSL request"
-				if _, gss := m.(*protocol.GSSENCRequest); gss {
-					msg = "received unencrypted data after GSSAPI encryption request"
-				}
-				s.loginFailed("protocol")
-				s.fatal("08P01", msg)
-				return nil, errors.New(msg)
+			if err := s.refuseEncryption(m); err != nil {
+				return nil, err
 			}
 		case *protocol.CancelRequest:
 			s.countConnection("cancel")
@@ -283,6 +270,27 @@ func (s *Session) readStartup(ctx context.Context) (*protocol.StartupMessage, er
 			return m, nil
 		}
 	}
+}
+
+// refuseEncryption answers an SSLRequest or GSSENCRequest with 'N'. Bytes
+// that arrived before the answer were sent without waiting for it (were
+// encryption accepted, plaintext a man in the middle could have injected):
+// PostgreSQL refuses them after its answer, and so do we.
+func (s *Session) refuseEncryption(m any) error {
+	early := unreadInput(s.nc)
+	if _, err := s.nc.Write([]byte{'N'}); err != nil {
+		return fmt.Errorf("refuse encryption: %w", err)
+	}
+	if !early {
+		return nil
+	}
+	msg := "received unencrypted data after SSL request"
+	if _, gss := m.(*protocol.GSSENCRequest); gss {
+		msg = "received unencrypted data after GSSAPI encryption request"
+	}
+	s.loginFailed("protocol")
+	s.fatal("08P01", msg)
+	return errors.New(msg)
 }
 
 // repeatedRequest is the error PostgreSQL gives a second SSLRequest or
