@@ -77,6 +77,9 @@ func (c *Console) serve(ctx context.Context, rd frameReader, write func([]byte) 
 			if errors.Is(err, io.EOF) || ctx.Err() != nil {
 				return nil
 			}
+			if msg := readErrorResponse(err); msg != nil {
+				_ = write(msg)
+			}
 			return fmt.Errorf("read admin message: %w", err)
 		}
 		out = out[:0]
@@ -112,6 +115,21 @@ func (c *Console) serve(ctx context.Context, rd frameReader, write func([]byte) 
 			return fmt.Errorf("write admin reply: %w", err)
 		}
 	}
+}
+
+// readErrorResponse is the FATAL answer to a broken or oversized admin
+// message (the reader's limit is session.MaxAdminMessage), nil for a read
+// error the client cannot be told about.
+func readErrorResponse(err error) []byte {
+	var tooLarge *protocol.MessageTooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
+		return protocol.AppendError(nil, "FATAL", "54000",
+			fmt.Sprintf("admin command too long: %d bytes, limit %d", tooLarge.Length, tooLarge.Max))
+	case errors.Is(err, protocol.ErrInvalidLength):
+		return protocol.AppendError(nil, "FATAL", "08P01", "invalid message length")
+	}
+	return nil
 }
 
 func isExtended(typ byte) bool {

@@ -201,9 +201,10 @@ func (d *Daemon) configureClientSocket(nc net.Conn) {
 		_ = tc.SetReadBuffer(n)
 		_ = tc.SetWriteBuffer(n)
 	}
-	if g.TCPSoLinger >= 0 {
-		_ = tc.SetLinger(g.TCPSoLinger)
-	}
+	// tcp_so_linger is applied by the session once the client has logged
+	// in: until then every close ends with something the client must read
+	// (an 'N', a FATAL error, the end of a cancel request), and linger 0
+	// would turn it into a reset that drivers report as ECONNRESET.
 	if g.TCPKeepalivesIdle > 0 {
 		_ = tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: g.TCPKeepalivesIdle, Interval: g.TCPKeepalivesInterval, Count: g.TCPKeepalivesCount})
 	}

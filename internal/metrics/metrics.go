@@ -52,7 +52,7 @@ func New(d *daemon.Daemon) *Metrics {
 	}, []string{"user", "database"})
 	m.loginFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pg_doorman_client_login_failures_total",
-		Help: "Client logins refused, by reason (hba, password, no_pool, no_password, server_login, admin).",
+		Help: "Client logins refused, by reason (protocol, hba, password, no_user, no_password, no_database, no_pool, admin, server_login).",
 	}, []string{"reason"})
 	m.serverLost = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pg_doorman_server_connections_lost_total",

@@ -162,6 +162,8 @@ func FuzzDecodeStartup(f *testing.F) {
 	for _, m := range []interface{ Encode([]byte) []byte }{
 		StartupMessage{ProtocolVersion: ProtocolVersion3, Parameters: map[string]string{"user": "u", "database": "d"},
 			Order: []string{"user", "database"}},
+		StartupMessage{ProtocolVersion: ProtocolVersion3 | 2, Parameters: map[string]string{"user": "u", "_pq_.x": "1"},
+			Order: []string{"_pq_.x", "user"}},
 		SSLRequest{}, GSSENCRequest{}, CancelRequest{ProcessID: 1, SecretKey: 2},
 	} {
 		f.Add(m.Encode(nil)[4:])
@@ -171,12 +173,37 @@ func FuzzDecodeStartup(f *testing.F) {
 		if err != nil {
 			return
 		}
+		if sm, ok := first.(*StartupMessage); ok {
+			checkNegotiation(t, sm)
+		}
 		enc := first.(interface{ Encode([]byte) []byte }).Encode(nil)
 		require.Equal(t, len(enc), int(binary.BigEndian.Uint32(enc)))
 		second, err := DecodeStartup(enc[4:])
 		require.NoError(t, err)
 		require.Equal(t, first, second)
 	})
+}
+
+// checkNegotiation: the NegotiateProtocolVersion for a decoded startup
+// message lists exactly its "_pq_." parameters, is due exactly when the
+// minor version is above 0 or there are such options, and round-trips.
+func checkNegotiation(t *testing.T, sm *StartupMessage) {
+	nv, ok := sm.ProtocolNegotiation()
+	var opts []string
+	for _, name := range sm.Order {
+		if len(name) >= len(ProtocolOptionPrefix) && name[:len(ProtocolOptionPrefix)] == ProtocolOptionPrefix {
+			opts = append(opts, name)
+		}
+	}
+	require.Equal(t, sm.ProtocolVersion&0xffff != 0 || len(opts) > 0, ok)
+	if !ok {
+		return
+	}
+	require.Equal(t, opts, nv.UnsupportedOptions)
+	var back NegotiateProtocolVersion
+	require.NoError(t, back.Decode(Frame(nv.Encode(nil)).Body()))
+	require.Equal(t, nv.NewestMinor, back.NewestMinor)
+	require.Equal(t, len(nv.UnsupportedOptions), len(back.UnsupportedOptions))
 }
 
 // FuzzReader checks the framer: no panic; Next and ForwardFrame agree (up to a truncated

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Startup-phase request codes (the int32 after the length of an untyped packet).
@@ -136,6 +137,29 @@ func (m StartupMessage) Encode(dst []byte) []byte {
 	dst = append(dst, 0)
 	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start))
 	return dst
+}
+
+// ProtocolOptionPrefix starts the name of a protocol option in a StartupMessage
+// ("_pq_.<name>"): a request to change the protocol, not a run-time parameter.
+const ProtocolOptionPrefix = "_pq_."
+
+// ProtocolNegotiation returns the NegotiateProtocolVersion a 3.0 server without protocol
+// options answers m with, and whether one is due: when m asks for a 3.x minor version
+// above 0 or carries protocol options (all unsupported, listed in wire order). This is
+// what PostgreSQL 15's ProcessStartupPacket does; like it, NewestMinor carries the whole
+// newest version word (3.0 = ProtocolVersion3), which clients read as minor 0 of major 3.
+// The login then continues with protocol 3.0.
+func (m *StartupMessage) ProtocolNegotiation() (NegotiateProtocolVersion, bool) {
+	var opts []string
+	for _, name := range m.Order {
+		if strings.HasPrefix(name, ProtocolOptionPrefix) {
+			opts = append(opts, name)
+		}
+	}
+	if m.ProtocolVersion&0xffff == 0 && len(opts) == 0 {
+		return NegotiateProtocolVersion{}, false
+	}
+	return NegotiateProtocolVersion{NewestMinor: ProtocolVersion3, UnsupportedOptions: opts}, true
 }
 
 // CancelRequest asks the server to cancel the query running on the backend identified by

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/stretchr/testify/require"
 )
 
@@ -127,4 +128,50 @@ func TestReadStartupRejectsBeforeReadingPayload(t *testing.T) {
 	require.ErrorAs(t, err, &le)
 	require.Equal(t, 1<<31, le.Length)
 	require.Equal(t, MaxStartupPacketLength, le.Max)
+}
+
+func TestProtocolNegotiation(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		version uint32
+		params  []string // name, value, ...
+		want    *NegotiateProtocolVersion
+	}{
+		{"3.0 without options", ProtocolVersion3, []string{"user", "u"}, nil},
+		{"3.0 with a parameter that only looks like an option", ProtocolVersion3, []string{"user", "u", "pq_.x", "1"}, nil},
+		{"3.2", ProtocolVersion3 | 2, []string{"user", "u"},
+			&NegotiateProtocolVersion{NewestMinor: ProtocolVersion3}},
+		{"3.0 with options in wire order", ProtocolVersion3, []string{"_pq_.b", "1", "user", "u", "_pq_.a", ""},
+			&NegotiateProtocolVersion{NewestMinor: ProtocolVersion3, UnsupportedOptions: []string{"_pq_.b", "_pq_.a"}}},
+		{"3.65535 with an option", ProtocolVersion3 | 0xffff, []string{"user", "u", "_pq_.", "x"},
+			&NegotiateProtocolVersion{NewestMinor: ProtocolVersion3, UnsupportedOptions: []string{"_pq_."}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := StartupMessage{ProtocolVersion: tc.version, Parameters: map[string]string{}}
+			for i := 0; i < len(tc.params); i += 2 {
+				m.Parameters[tc.params[i]] = tc.params[i+1]
+				m.Order = append(m.Order, tc.params[i])
+			}
+			// Through the wire, as the session sees it.
+			decoded, err := DecodeStartup(m.Encode(nil)[4:])
+			require.NoError(t, err)
+			got, ok := decoded.(*StartupMessage).ProtocolNegotiation()
+			if tc.want == nil {
+				require.False(t, ok)
+				return
+			}
+			require.True(t, ok)
+			require.Equal(t, *tc.want, got)
+			// pgx's decoder reads the same message.
+			var oracle pgproto3.NegotiateProtocolVersion
+			require.NoError(t, oracle.Decode(Frame(got.Encode(nil)).Body()))
+			require.Equal(t, got.NewestMinor, oracle.NewestMinorProtocol)
+			require.Equal(t, len(got.UnsupportedOptions), len(oracle.UnrecognizedOptions))
+			for i, o := range got.UnsupportedOptions {
+				require.Equal(t, o, oracle.UnrecognizedOptions[i])
+			}
+		})
+	}
 }

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 
@@ -11,16 +10,15 @@ import (
 	"github.com/doorman-go/doorman/internal/protocol"
 )
 
+// MaxAdminMessage bounds one admin console message including its length
+// word. Admin commands are short; a longer one is answered with 54000.
+const MaxAdminMessage = 64 << 10
+
 // serveAdmin authenticates an admin console client with admin_username and
 // admin_password (pg_hba applies here too) and hands it to Env.Admin.
 func (s *Session) serveAdmin(ctx context.Context) error {
 	s.Admin = true
 	g := s.general()
-	if s.User != g.AdminUsername {
-		s.loginFailed("admin")
-		s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
-		return fmt.Errorf("admin login as %q refused", s.User)
-	}
 	method := hba.MethodSCRAM
 	if rules := s.env.HBA(); rules != nil {
 		rule, ok := rules.Match(hba.Request{Local: s.Local, Addr: s.clientAddr(), Database: s.Database, User: s.User})
@@ -32,14 +30,22 @@ func (s *Session) serveAdmin(ctx context.Context) error {
 		method = rule.Method
 	}
 	var err error
-	switch method {
-	case hba.MethodTrust:
-	case hba.MethodMD5:
+	switch {
+	case s.User != g.AdminUsername:
+		// The same exchange as a wrong password: the admin name stays secret.
+		s.authReason = "admin"
+		_, err = s.authSCRAM(mockVerifier(mockSecret(), s.User))
+		if err == nil {
+			err = fmt.Errorf("BUG: mock SCRAM exchange for %q succeeded", s.User)
+		}
+	case method == hba.MethodTrust:
+	case method == hba.MethodMD5:
 		err = s.authMD5(auth.MD5Verifier(g.AdminUsername, g.AdminPassword))
 	default:
-		salt := make([]byte, 16)
-		_, _ = rand.Read(salt)
-		_, err = s.authSCRAM(auth.NewSCRAMVerifier(g.AdminPassword, salt, 4096))
+		// A salt stable per process, like the mock one: a salt that
+		// changed on every attempt would single the admin name out.
+		salt := mockVerifier(mockSecret(), g.AdminUsername).Salt
+		_, err = s.authSCRAM(auth.NewSCRAMVerifier(g.AdminPassword, salt, mockIterations))
 	}
 	if err != nil {
 		return err
@@ -53,9 +59,13 @@ func (s *Session) serveAdmin(ctx context.Context) error {
 		return err
 	}
 	_ = s.nc.SetDeadline(zeroTime)
-	s.crd = protocol.NewReader(s.nc, 0, 1<<20)
+	s.crd = protocol.NewReader(s.nc, 0, MaxAdminMessage)
 	if s.env.Admin == nil {
 		return errors.New("admin console not available")
 	}
-	return s.env.Admin(ctx, s)
+	err = s.env.Admin(ctx, s)
+	if errors.Is(err, protocol.ErrMessageTooLarge) || errors.Is(err, protocol.ErrInvalidLength) {
+		s.lastWord.Store(true) // the console answered with a FATAL error
+	}
+	return err
 }

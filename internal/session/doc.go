@@ -18,6 +18,11 @@
 // connection, no read buffer (the Reader releases it) and exactly one
 // goroutine.
 //
+// Login follows PostgreSQL 15 where a client could tell the difference: an
+// unknown user gets a mock SCRAM exchange, an unknown database is named only
+// after authentication, failures are logged at WARN (rate-limited). Until
+// the welcome a connection closes with FIN; tcp_so_linger applies after it.
+//
 // Spec: https://www.postgresql.org/docs/current/protocol-flow.html and
 // seed 002 (pool modes, authentication, pg_hba).
 package session

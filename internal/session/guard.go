@@ -66,12 +66,7 @@ func (s *Session) clientError(reason, code, msg string) {
 	s.log.Warn("client session ended by a protocol error", zap.String("reason", reason),
 		zap.Stringer("addr", s.RemoteAddr), zap.String("error", msg))
 	_ = s.nc.SetWriteDeadline(time.Now().Add(time.Second))
-	s.fatal(code, msg)
-	if tc, ok := s.nc.(*net.TCPConn); ok {
-		// Close with FIN so that the client reads the error: tcp_so_linger
-		// 0 would reset the connection and drop it unread.
-		_ = tc.SetLinger(-1)
-	}
+	s.fatal(code, msg) // and Serve closes without a reset
 }
 
 // stallGuard is the io.Reader under the client Reader. While armed (the

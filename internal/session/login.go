@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"sort"
 	"strings"
@@ -23,13 +24,7 @@ import (
 func (s *Session) login(ctx context.Context, sm *protocol.StartupMessage) error {
 	p, ok := s.env.Pools.Lookup(s.Database, s.User)
 	if !ok {
-		s.loginFailed("no_pool")
-		if !s.env.Pools.HasDatabase(s.Database) {
-			s.fatal("3D000", fmt.Sprintf("no such database: %s", s.Database))
-			return fmt.Errorf("no such database %q", s.Database)
-		}
-		s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
-		return fmt.Errorf("no such user %q in pool %q", s.User, s.Database)
+		return s.loginWithoutPool()
 	}
 	s.pool = p
 	set := p.Settings()
@@ -72,10 +67,65 @@ func (s *Session) login(ctx context.Context, sm *protocol.StartupMessage) error 
 	return s.welcome()
 }
 
+// loginWithoutPool answers a client whose (database, user) has no pool
+// without telling an unauthenticated client which of the two is unknown,
+// as PostgreSQL checks the database only after authentication: a user
+// found in another pool authenticates against that password and only then
+// learns that the database is not served; an unknown user goes through a
+// mock SCRAM exchange that fails like a wrong password.
+func (s *Session) loginWithoutPool() error {
+	verifier, known := s.verifierElsewhere()
+	if !known {
+		s.authReason = "no_user"
+	}
+	method, err := s.authMethod(verifier)
+	if err != nil {
+		return err
+	}
+	if !known && method == hba.MethodTrust {
+		// Trust hides nothing in PostgreSQL either.
+		s.loginFailed("no_user")
+		s.fatal("28000", fmt.Sprintf("role %q does not exist", s.User))
+		return fmt.Errorf("no such user %q", s.User)
+	}
+	if _, err := s.authenticate(method, verifier); err != nil {
+		return err
+	}
+	if !s.env.Pools.HasDatabase(s.Database) {
+		s.loginFailed("no_database")
+		s.fatal("3D000", fmt.Sprintf("no such database: %s", s.Database))
+		return fmt.Errorf("no such database %q", s.Database)
+	}
+	s.loginFailed("no_pool")
+	s.fatal("42501", fmt.Sprintf("permission denied for database %q", s.Database))
+	return fmt.Errorf("user %q has no pool in database %q", s.User, s.Database)
+}
+
+// verifierElsewhere finds the user's password in the pools of other
+// databases (the first by database name).
+func (s *Session) verifierElsewhere() (string, bool) {
+	pools := s.env.Pools.Config().Pools
+	names := make([]string, 0, len(pools))
+	for name := range pools {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for _, u := range pools[name].Users {
+			if u.Username == s.User {
+				return u.Password, true
+			}
+		}
+	}
+	return "", false
+}
+
+// loginFailed counts a refused login and logs it (rate-limited).
 func (s *Session) loginFailed(reason string) {
 	if s.env.Metrics != nil {
 		s.env.Metrics.LoginFailure(reason)
 	}
+	logLoginFailure(s.env.Log, &failedLogins, s.User, s.Database, s.RemoteAddr, reason)
 }
 
 // serverLoginFailed turns a failure to open the first server connection
@@ -117,7 +167,21 @@ func (s *Session) welcome() error {
 	if err := s.Write(b); err != nil {
 		return fmt.Errorf("send welcome: %w", err)
 	}
+	s.applyLinger()
 	return nil
+}
+
+// applyLinger sets tcp_so_linger on a logged-in TCP client: from now on a
+// close may reset the connection, as the setting asks. Before the welcome
+// the socket keeps the default (a graceful close), see daemon's accept path.
+func (s *Session) applyLinger() {
+	tc, ok := s.nc.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	if sec := s.general().TCPSoLinger; sec >= 0 {
+		_ = tc.SetLinger(sec)
+	}
 }
 
 // authMethod applies pg_hba (or the legacy hba list) and picks the
@@ -130,15 +194,11 @@ func (s *Session) authMethod(verifier string) (hba.Method, error) {
 			s.fatal("28000", fmt.Sprintf("no pg_hba.conf entry for host %q, user %q, database %q", s.addrString(), s.User, s.Database))
 			return 0, errors.New("rejected by hba")
 		}
-		switch {
-		case auth.IsSCRAMVerifier(verifier):
-			return hba.MethodSCRAM, nil
-		case auth.IsMD5Verifier(verifier):
+		if auth.IsMD5Verifier(verifier) {
 			return hba.MethodMD5, nil
 		}
-		s.loginFailed("no_password")
-		s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
-		return 0, errors.New("user has no password verifier and no hba trust rule")
+		// SCRAM, or a mock SCRAM exchange when there is no usable verifier.
+		return hba.MethodSCRAM, nil
 	}
 	rule, ok := rules.Match(hba.Request{Local: s.Local, TLS: false, Addr: s.clientAddr(), Database: s.Database, User: s.User})
 	if !ok {
@@ -150,17 +210,16 @@ func (s *Session) authMethod(verifier string) (hba.Method, error) {
 	case hba.MethodTrust:
 		return hba.MethodTrust, nil
 	case hba.MethodMD5:
-		// Like PostgreSQL: md5 falls back to SCRAM when the stored secret is SCRAM.
-		if auth.IsSCRAMVerifier(verifier) {
-			return hba.MethodSCRAM, nil
-		}
+		// Like PostgreSQL (CheckPWChallengeAuth): md5 only with an MD5
+		// secret; otherwise SCRAM, mocked when the secret is missing
+		// (PostgreSQL mocks with its default password_encryption, SCRAM).
 		if auth.IsMD5Verifier(verifier) {
 			return hba.MethodMD5, nil
 		}
+		return hba.MethodSCRAM, nil
 	case hba.MethodSCRAM:
-		if auth.IsSCRAMVerifier(verifier) {
-			return hba.MethodSCRAM, nil
-		}
+		// An MD5 or missing secret gets a mock SCRAM exchange, as in PostgreSQL.
+		return hba.MethodSCRAM, nil
 	}
 	s.loginFailed("hba")
 	if rule.Method == hba.MethodReject {
@@ -168,7 +227,7 @@ func (s *Session) authMethod(verifier string) (hba.Method, error) {
 		return 0, fmt.Errorf("hba line %d rejects", rule.Line)
 	}
 	s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
-	return 0, fmt.Errorf("hba line %d method %s cannot be used with the stored password", rule.Line, rule.MethodName)
+	return 0, fmt.Errorf("hba line %d method %s is not supported", rule.Line, rule.MethodName)
 }
 
 func (s *Session) addrString() string {
@@ -203,8 +262,12 @@ func (s *Session) authenticate(method hba.Method, verifier string) ([]byte, erro
 	case hba.MethodSCRAM:
 		v, err := auth.ParseSCRAMVerifier(verifier)
 		if err != nil {
-			s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
-			return nil, fmt.Errorf("stored verifier: %w", err)
+			// No usable SCRAM secret: the exchange runs and fails like a
+			// wrong password, with a salt stable per user name.
+			if s.authReason == "" {
+				s.authReason = "no_password"
+			}
+			v = mockVerifier(mockSecret(), s.User)
 		}
 		return s.authSCRAM(v)
 	}
@@ -212,7 +275,11 @@ func (s *Session) authenticate(method hba.Method, verifier string) ([]byte, erro
 }
 
 func (s *Session) authFailed() error {
-	s.loginFailed("password")
+	reason := s.authReason
+	if reason == "" {
+		reason = "password"
+	}
+	s.loginFailed(reason)
 	s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
 	return fmt.Errorf("password authentication failed for user %q", s.User)
 }
@@ -229,7 +296,7 @@ func (s *Session) authMD5(verifier string) error {
 	}
 	var pm protocol.PasswordMessage
 	if err := pm.Decode(body); err != nil {
-		s.fatal("08P01", "invalid password packet")
+		s.protocolViolation("invalid password packet")
 		return err
 	}
 	if !auth.CheckMD5(verifier, salt, pm.Password) {
@@ -248,13 +315,13 @@ func (s *Session) authSCRAM(v auth.SCRAMVerifier) ([]byte, error) {
 	}
 	var init protocol.SASLInitialResponse
 	if err := init.Decode(body); err != nil || init.Mechanism != auth.SCRAMMechanism {
-		s.fatal("08P01", "invalid SASL initial response")
+		s.protocolViolation("invalid SASL initial response")
 		return nil, fmt.Errorf("sasl initial response: %v", err)
 	}
 	srv := auth.NewSCRAMServer(v, rand.Reader)
 	first, err := srv.ClientFirst(init.Data)
 	if err != nil {
-		s.fatal("08P01", "malformed SCRAM message")
+		s.protocolViolation("malformed SCRAM message")
 		return nil, err
 	}
 	if err := s.Write(protocol.AuthenticationSASLContinue{Data: first}.Encode(nil)); err != nil {
@@ -266,7 +333,7 @@ func (s *Session) authSCRAM(v auth.SCRAMVerifier) ([]byte, error) {
 	}
 	var resp protocol.SASLResponse
 	if err := resp.Decode(body); err != nil {
-		s.fatal("08P01", "invalid SASL response")
+		s.protocolViolation("invalid SASL response")
 		return nil, err
 	}
 	final, err := srv.ClientFinal(resp.Data)
@@ -274,7 +341,7 @@ func (s *Session) authSCRAM(v auth.SCRAMVerifier) ([]byte, error) {
 		if errors.Is(err, auth.ErrAuthFailed) {
 			return nil, s.authFailed()
 		}
-		s.fatal("08P01", "malformed SCRAM message")
+		s.protocolViolation("malformed SCRAM message")
 		return nil, err
 	}
 	if err := s.Write(protocol.AuthenticationSASLFinal{Data: final}.Encode(nil)); err != nil {
@@ -283,20 +350,47 @@ func (s *Session) authSCRAM(v auth.SCRAMVerifier) ([]byte, error) {
 	return srv.ClientKey(), nil
 }
 
-// readPassword reads the next 'p' message of the auth exchange.
+// MaxAuthMessage bounds a password/SASL message including its length word:
+// PostgreSQL's PG_MAX_AUTH_TOKEN_LENGTH.
+const MaxAuthMessage = 65535
+
+// readPassword reads the next 'p' message of the auth exchange. A broken
+// length or an oversized message is answered (08P01, 54000) before the
+// session ends; a client that just goes away is not a login failure.
 func (s *Session) readPassword() ([]byte, error) {
 	if s.crd == nil {
-		s.crd = protocol.NewReader(s.nc, 0, 64<<10)
+		s.crd = protocol.NewReader(s.nc, 0, MaxAuthMessage)
 	}
 	f, err := s.crd.Next()
 	if err != nil {
+		s.badClientMessage(err)
 		return nil, fmt.Errorf("read auth response: %w", err)
 	}
 	if f.Type() != protocol.MsgPassword {
-		s.fatal("08P01", fmt.Sprintf("expected password response, got message type %q", f.Type()))
+		s.protocolViolation(fmt.Sprintf("expected password response, got message type %q", f.Type()))
 		return nil, fmt.Errorf("expected password message, got %q", f.Type())
 	}
 	return f.Body(), nil
+}
+
+// badClientMessage answers a read error that is the client's fault: a
+// declared length below 4 (08P01) or above the limit (54000).
+func (s *Session) badClientMessage(err error) {
+	var tooLarge *protocol.MessageTooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
+		s.loginFailed("protocol")
+		s.fatal("54000", fmt.Sprintf("message too long: %d bytes, limit %d", tooLarge.Length, tooLarge.Max))
+	case errors.Is(err, protocol.ErrInvalidLength):
+		s.protocolViolation("invalid message length")
+	}
+}
+
+// protocolViolation counts and answers a client that broke the protocol
+// during login (FATAL 08P01).
+func (s *Session) protocolViolation(msg string) {
+	s.loginFailed("protocol")
+	s.fatal("08P01", msg)
 }
 
 func parsePrefix(s string) (netip.Prefix, error) {

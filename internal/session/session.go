@@ -118,6 +118,13 @@ type Session struct {
 	skipping    bool         // after a server error: client messages up to Sync are skipped
 	fakes       atomic.Int32 // fake answers queued, read by serverLoop without mu
 
+	// lastWord: a FATAL error was sent, close gracefully.
+	lastWord atomic.Bool
+
+	// authReason is the login failure reason counted when the password
+	// check fails: "" means "password"; set for mock exchanges.
+	authReason string
+
 	cancelPID, cancelSecret uint32
 	clientParams            map[string]string // what the client has been told
 	params                  paramSync         // SETs of clientParams ahead of the client's messages
@@ -183,7 +190,7 @@ func Serve(ctx context.Context, env *Env, nc net.Conn) {
 	_, s.Local = nc.(*net.UnixConn)
 	s.state.Store(StateLogin)
 	s.log = env.Log
-	defer nc.Close()
+	defer s.close()
 	err := s.serve(ctx)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, errClientGone) {
 		s.log.Debug("client session ended", zap.Uint64("session", s.ID), zap.String("user", s.User),
@@ -230,30 +237,41 @@ func (s *Session) serve(ctx context.Context) error {
 }
 
 // readStartup handles SSLRequest/GSSENCRequest (both refused with 'N'),
-// CancelRequest (forwarded, returns nil message) and StartupMessage.
+// CancelRequest (forwarded, returns nil message) and StartupMessage. Like
+// PostgreSQL's ProcessStartupPacket it accepts at most one SSLRequest and
+// one GSSENCRequest: a repeated one is read as a startup packet of protocol
+// 1234.5679 (or 1234.5680) and refused as an unsupported version; bytes
+// sent before the answer to one are a protocol violation (08P01).
 func (s *Session) readStartup(ctx context.Context) (*protocol.StartupMessage, error) {
+	var sslDone, gssDone bool
 	for {
 		payload, err := protocol.ReadStartup(s.nc, 0)
 		if err != nil {
+			if errors.Is(err, protocol.ErrInvalidLength) || errors.Is(err, protocol.ErrMessageTooLarge) {
+				s.loginFailed("protocol")
+				s.fatal("08P01", "invalid length of startup packet")
+			}
 			return nil, fmt.Errorf("read startup packet: %w", err)
 		}
 		m, err := protocol.DecodeStartup(payload)
-		if err != nil {
-			code := "08P01"
-			var upe *protocol.UnsupportedProtocolError
-			switch {
-			case errors.As(err, &upe):
-				code = upe.SQLState()
-			case errors.Is(err, protocol.ErrNoUser):
-				code = "28000"
+		if err == nil {
+			switch m.(type) {
+			case *protocol.SSLRequest:
+				err = repeatedRequest(sslDone, protocol.SSLRequestCode)
+				sslDone = true
+			case *protocol.GSSENCRequest:
+				err = repeatedRequest(gssDone, protocol.GSSENCRequestCode)
+				gssDone = true
 			}
-			s.fatal(code, err.Error())
+		}
+		if err != nil {
+			s.startupRefused(err)
 			return nil, fmt.Errorf("decode startup packet: %w", err)
 		}
 		switch m := m.(type) {
 		case *protocol.SSLRequest, *protocol.GSSENCRequest:
-			if _, err := s.nc.Write([]byte{'N'}); err != nil {
-				return nil, fmt.Errorf("refuse encryption: %w", err)
+			if err := s.refuseEncryption(m); err != nil {
+				return nil, err
 			}
 		case *protocol.CancelRequest:
 			s.countConnection("cancel")
@@ -261,9 +279,58 @@ func (s *Session) readStartup(ctx context.Context) (*protocol.StartupMessage, er
 			return nil, nil
 		case *protocol.StartupMessage:
 			s.countConnection("plain")
+			if nv, ok := m.ProtocolNegotiation(); ok {
+				if err := s.Write(nv.Encode(nil)); err != nil {
+					return nil, fmt.Errorf("negotiate protocol version: %w", err)
+				}
+			}
 			return m, nil
 		}
 	}
+}
+
+// refuseEncryption answers an SSLRequest or GSSENCRequest with 'N'. Bytes
+// that arrived before the answer were sent without waiting for it (were
+// encryption accepted, plaintext a man in the middle could have injected):
+// PostgreSQL refuses them after its answer, and so do we.
+func (s *Session) refuseEncryption(m any) error {
+	early := unreadInput(s.nc)
+	if _, err := s.nc.Write([]byte{'N'}); err != nil {
+		return fmt.Errorf("refuse encryption: %w", err)
+	}
+	if !early {
+		return nil
+	}
+	msg := "received unencrypted data after SSL request"
+	if _, gss := m.(*protocol.GSSENCRequest); gss {
+		msg = "received unencrypted data after GSSAPI encryption request"
+	}
+	s.loginFailed("protocol")
+	s.fatal("08P01", msg)
+	return errors.New(msg)
+}
+
+// repeatedRequest is the error PostgreSQL gives a second SSLRequest or
+// GSSENCRequest: their codes are then taken as a protocol version.
+func repeatedRequest(done bool, code uint32) error {
+	if !done {
+		return nil
+	}
+	return &protocol.UnsupportedProtocolError{Major: uint16(code >> 16), Minor: uint16(code)}
+}
+
+// startupRefused answers an undecodable or refused startup packet.
+func (s *Session) startupRefused(err error) {
+	code, msg := "08P01", "invalid startup packet layout"
+	var upe *protocol.UnsupportedProtocolError
+	switch {
+	case errors.As(err, &upe):
+		code, msg = upe.SQLState(), upe.Error()
+	case errors.Is(err, protocol.ErrNoUser):
+		code, msg = "28000", protocol.ErrNoUser.Error()
+	}
+	s.loginFailed("protocol")
+	s.fatal(code, msg)
 }
 
 func (s *Session) forwardCancel(ctx context.Context, m *protocol.CancelRequest) {
@@ -293,9 +360,45 @@ func (s *Session) forwardCancel(ctx context.Context, m *protocol.CancelRequest) 
 	}
 }
 
-// fatal sends a FATAL ErrorResponse; the caller then ends the session.
+// fatal sends a FATAL ErrorResponse; the caller then ends the session,
+// which closes gracefully so that the client reads it.
 func (s *Session) fatal(code, msg string) {
+	s.lastWord.Store(true)
 	_ = s.Write(protocol.AppendError(nil, "FATAL", code, msg))
+}
+
+// Bounds of the graceful close after a last word: how long and how much
+// of what the client still sends is read and dropped.
+const (
+	drainTimeout = time.Second
+	drainLimit   = 8 << 20
+)
+
+// close ends the connection. After a FATAL error it closes gracefully
+// (see closeGracefully); otherwise tcp_so_linger decides, which is only
+// set once the client has logged in (applyLinger).
+func (s *Session) close() {
+	if s.lastWord.Load() {
+		closeGracefully(s.nc)
+		return
+	}
+	_ = s.nc.Close()
+}
+
+// closeGracefully closes a connection whose last message the client must
+// read: a close with linger 0, or with unread bytes in the receive buffer
+// (the rest of a 70 KB password the session refused to read), makes the
+// kernel send a reset, and the client may lose the error. So: linger off,
+// FIN, then drop what the client still sends, within drainTimeout and
+// drainLimit, before the close.
+func closeGracefully(nc net.Conn) {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetLinger(-1)
+		_ = tc.CloseWrite()
+		_ = tc.SetReadDeadline(time.Now().Add(drainTimeout))
+		_, _ = io.CopyN(io.Discard, tc, drainLimit)
+	}
+	_ = nc.Close()
 }
 
 // clientAddr is the client's IP for hba; unix sockets have none.
@@ -314,7 +417,7 @@ func (s *Session) general() *config.General { return &s.env.Pools.Config().Gener
 // encryption requests with 'N', reads the startup packet and sends a FATAL
 // error, then closes.
 func RejectStartup(nc net.Conn, code, msg string) {
-	defer nc.Close()
+	defer closeGracefully(nc)
 	_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
 read:
 	for i := 0; i < 3; i++ {
