@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -211,4 +212,23 @@ func mib(n int64) string {
 // cell makes text safe inside a Markdown table cell.
 func cell(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+// KeptMarker starts the part of the report file that Render does not own:
+// sections measured by hand or by other tools (make soak), kept when the
+// report is written again.
+const KeptMarker = "<!-- make bench keeps everything below this line: sections measured by hand or by other tools -->"
+
+// KeptTail returns the part of the existing report at path from KeptMarker
+// on (with a blank line before it), or "" when there is none.
+func KeptTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	i := strings.Index(string(b), KeptMarker)
+	if i < 0 {
+		return ""
+	}
+	return "\n" + string(b[i:])
 }

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -107,4 +108,14 @@ func TestRenderConnTime(t *testing.T) {
 	r.Matrix[0].Runs[TargetDoorman][0].Summary.ConnTimeMS = 40
 	r.Matrix[0].Runs[TargetDoorman][1].Summary.ConnTimeMS = 60
 	require.Contains(t, Render(r), "| select-only | simple | 400 | 400 | 0 | 50 |")
+}
+
+func TestKeptTail(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/b.md"
+	require.Equal(t, "", KeptTail(path), "no file")
+	require.NoError(t, os.WriteFile(path, []byte("# generated\n\nold table\n"), 0o644))
+	require.Equal(t, "", KeptTail(path), "no marker")
+	require.NoError(t, os.WriteFile(path, []byte("# generated\n\n"+KeptMarker+"\n\n## Soak\nkept\n"), 0o644))
+	require.Equal(t, "\n"+KeptMarker+"\n\n## Soak\nkept\n", KeptTail(path))
 }

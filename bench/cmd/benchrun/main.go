@@ -49,7 +49,8 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "benchrun:", err)
 		return 1
 	}
-	if err := os.WriteFile(s.Out, []byte(harness.Render(rep)), 0o644); err != nil {
+	out := harness.Render(rep) + harness.KeptTail(s.Out)
+	if err := os.WriteFile(s.Out, []byte(out), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "benchrun: write report:", err)
 		return 1
 	}
