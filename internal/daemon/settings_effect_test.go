@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/doorman-go/doorman/internal/app/apptest"
+	"github.com/doorman-go/doorman/internal/pool"
 )
 
 // seTCPFd returns the fd of this process's TCP socket from local port to
@@ -241,9 +242,10 @@ pools:
 }
 
 // seFourIdle opens four backends in the pool (four clients inside a
-// transaction at once), returns them and waits until all four are past
-// idle_timeout (200ms, +20% jitter).
-func seFourIdle(t *testing.T, d *apptest.Instance) (stats func() (idle, expired int), retain func()) {
+// transaction at once), returns them and waits until all four were
+// returned (or, byAge, created) longer than past ago: past idle_timeout or
+// server_lifetime with their +20% jitter.
+func seFourIdle(t *testing.T, d *apptest.Instance, past time.Duration, byAge bool) (stats func() pool.Stats, retain func()) {
 	t.Helper()
 	ctx := context.Background()
 	var commits []func() error
@@ -265,13 +267,17 @@ func seFourIdle(t *testing.T, d *apptest.Instance) (stats func() (idle, expired 
 	require.Eventually(t, func() bool { return p.Conns().Stats().Idle == 4 }, 20*time.Second, 10*time.Millisecond)
 	require.Eventually(t, func() bool {
 		for _, ic := range p.Conns().IdleSnapshot() {
-			if time.Since(ic.ReturnedAt) < 300*time.Millisecond {
+			since := ic.ReturnedAt
+			if byAge {
+				since = ic.CreatedAt
+			}
+			if time.Since(since) < past {
 				return false
 			}
 		}
 		return true
 	}, 20*time.Second, 20*time.Millisecond)
-	stats = func() (int, int) { s := p.Conns().Stats(); return s.Idle, int(s.IdleExpired) }
+	stats = func() pool.Stats { return p.Conns().Stats() }
 	retain = func() { d.Daemon.Pools.RetainOnce(ctx) }
 	return stats, retain
 }
@@ -292,15 +298,15 @@ func TestSettingRetainConnectionsMax(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("max %d", tt.max), func(t *testing.T) {
 			d := apptest.Start(t, config(t, fmt.Sprintf("  idle_timeout: 200ms\n  retain_connections_time: 1h\n  retain_connections_max: %d", tt.max)))
-			stats, retain := seFourIdle(t, d)
-			idle, expired := stats()
-			require.Equal(t, 4, idle, "nothing closed before the first cycle")
-			require.Zero(t, expired)
+			stats, retain := seFourIdle(t, d, 300*time.Millisecond, false)
+			s := stats()
+			require.Equal(t, 4, s.Idle, "nothing closed before the first cycle")
+			require.Zero(t, s.IdleExpired)
 			for i, want := range tt.perCycle {
 				retain()
-				idle, expired = stats()
-				require.Equal(t, want, idle, "idle after cycle %d", i+1)
-				require.Equal(t, 4-want, expired, "idle_timeout closes after cycle %d", i+1)
+				s = stats()
+				require.Equal(t, want, s.Idle, "idle after cycle %d", i+1)
+				require.EqualValues(t, 4-want, s.IdleExpired, "idle_timeout closes after cycle %d", i+1)
 			}
 		})
 	}
@@ -319,4 +325,31 @@ func TestSettingRetainConnectionsTime(t *testing.T) {
 	_, err = c.Exec(context.Background(), "SELECT 1")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { s := p.Conns().Stats(); return s.Total == 0 && s.IdleExpired == 1 }, 20*time.Second, 20*time.Millisecond)
+}
+
+// TestSettingServerLifetime: a retain cycle closes idle connections older
+// than server_lifetime (counted as LifetimeClosed, not idle_timeout) and
+// keeps them while they are younger. idle_timeout 0 keeps that key out.
+func TestSettingServerLifetime(t *testing.T) {
+	tests := []struct {
+		name     string
+		lifetime string
+		wantIdle int
+	}{
+		{"2s: closed once older", "2s", 0},
+		{"1h: kept", "1h", 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := apptest.Start(t, config(t, "  idle_timeout: 0\n  retain_connections_time: 1h\n  retain_connections_max: 0\n  server_lifetime: "+tt.lifetime))
+			// 2.5s covers the 2s lifetime's +20% jitter.
+			stats, retain := seFourIdle(t, d, 2500*time.Millisecond, true)
+			require.Equal(t, 4, stats().Idle)
+			retain()
+			s := stats()
+			require.Equal(t, tt.wantIdle, s.Idle)
+			require.EqualValues(t, 4-tt.wantIdle, s.LifetimeClosed)
+			require.Zero(t, s.IdleExpired)
+		})
+	}
 }
