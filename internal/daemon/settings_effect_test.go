@@ -353,3 +353,48 @@ func TestSettingServerLifetime(t *testing.T) {
 		})
 	}
 }
+
+// TestSettingPoolPolicyWiring: the pool keys whose behaviour the pool
+// package's unit tests cover with a fake connector (scaling_warm_pool_ratio,
+// scaling_fast_retries, scaling_max_parallel_creates,
+// server_idle_check_timeout, server_round_robin, pool_size, min_pool_size,
+// idle_timeout, server_lifetime) reach the running pool, from general and
+// from the pool level, at start and after a reload.
+func TestSettingPoolPolicyWiring(t *testing.T) {
+	tmpl := func(general, poolKeys string) string {
+		setup(t)
+		return fmt.Sprintf(`general:
+  host: 127.0.0.1
+  port: {{PORT}}
+  unix_socket_dir: "{{DIR}}"
+  admin_username: admin
+  admin_password: admin-secret
+%s
+pools:
+  benchdb:
+    server_host: 127.0.0.1
+    server_port: %d
+%s
+    users:
+      - username: bench
+        password: '%s'
+        pool_size: 7
+        min_pool_size: 0
+`, general, pg.Port, poolKeys, verifier)
+	}
+	first := tmpl("  scaling_warm_pool_ratio: 30\n  scaling_fast_retries: 5\n  scaling_max_parallel_creates: 3\n  server_idle_check_timeout: 7s\n  server_round_robin: true\n  idle_timeout: 9s\n  server_lifetime: 11s", "")
+	second := tmpl("  scaling_max_parallel_creates: 1\n  server_idle_check_timeout: 0\n  server_lifetime: 11s",
+		"    scaling_warm_pool_ratio: 60\n    scaling_fast_retries: 0\n    idle_timeout: 13s\n    server_lifetime: 17s")
+	d := apptest.Start(t, first)
+	p, ok := d.Daemon.Pools.Lookup("benchdb", "bench")
+	require.True(t, ok)
+	require.Equal(t, pool.Config{MaxSize: 7, MaxParallelCreates: 3, RoundRobin: true, IdleTimeout: 9 * time.Second,
+		Lifetime: 11 * time.Second, IdleCheckTimeout: 7 * time.Second, WarmRatio: 30, FastRetries: 5}, p.Conns().Config(), "from general")
+
+	d.WriteConfig(t, second)
+	require.NoError(t, d.Daemon.Reload())
+	p, ok = d.Daemon.Pools.Lookup("benchdb", "bench")
+	require.True(t, ok)
+	require.Equal(t, pool.Config{MaxSize: 7, MaxParallelCreates: 1, IdleTimeout: 13 * time.Second,
+		Lifetime: 17 * time.Second, WarmRatio: 60}, p.Conns().Config(), "pool level overrides general, after a reload")
+}
