@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
+
+	"go.uber.org/zap"
 )
 
 const daemonEnv = "PG_DOORMAN_DAEMONIZED"
@@ -42,4 +45,16 @@ func daemonizeSelf(pidFile string) int {
 	}
 	fmt.Printf("pg_doorman started in background, pid %d\n", p.Pid)
 	return 0
+}
+
+// removePIDFile removes pidFile if it still holds pid (a newer process may
+// have written its own since).
+func removePIDFile(pidFile string, pid int, log *zap.Logger) {
+	b, err := os.ReadFile(pidFile)
+	if err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(pid) {
+		return
+	}
+	if err := os.Remove(pidFile); err != nil {
+		log.Warn("remove pid file", zap.String("path", pidFile), zap.Error(err))
+	}
 }

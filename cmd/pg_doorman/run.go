@@ -119,6 +119,11 @@ func start(f flags, args []string) int {
 			}
 		}
 	}
+	if f.daemonize && cfg.General.DaemonPIDFile != "" {
+		// The parent wrote our PID there; whoever still finds the file
+		// after we are gone would signal a stranger.
+		defer removePIDFile(cfg.General.DaemonPIDFile, os.Getpid(), log)
+	}
 	if err := serve(cfg, log, atom); err != nil {
 		log.Error("pg_doorman failed", zap.Error(err))
 		return 1
