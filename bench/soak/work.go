@@ -225,13 +225,25 @@ func (w *worker) readThenKill(ctx context.Context, q querier) error {
 	}
 	defer rows.Close()
 	stop := w.rng.IntN(bigRows / 2)
-	for i := 0; i < stop && rows.Next(); i++ {
+	n := 0
+	for n < stop && rows.Next() {
+		n++
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("big result before kill: %w", err)
 	}
+	if n < stop {
+		return fmt.Errorf("big result ended after %d rows, before the kill at row %d", n, stop)
+	}
 	w.kill()
 	for rows.Next() {
+		n++
+	}
+	if err := rows.Err(); err == nil {
+		// Not a pooler's doing: a closed socket cannot be read. Say how
+		// far the result had got, to tell a kill that came too late (all
+		// rows already in the client's buffer) from a short result.
+		return fmt.Errorf("rest of result succeeded on a killed connection (%d rows in all, kill after %d)", n, stop)
 	}
 	return afterKill("rest of result", rows.Err())
 }
