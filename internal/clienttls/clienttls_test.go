@@ -30,10 +30,12 @@ func TestLoad(t *testing.T) {
 		name   string
 		files  Files
 		verify bool
+		auth   tls.ClientAuthType
 		errSub string
 	}{
 		{name: "pair", files: Files{Cert: set.Server.Cert, Key: set.Server.Key}},
-		{name: "pair and CA", files: Files{Cert: set.Server.Cert, Key: set.Server.Key, CA: set.CA.Cert}, verify: true},
+		{name: "pair and CA, verify", files: Files{Cert: set.Server.Cert, Key: set.Server.Key, CA: set.CA.Cert}, verify: true, auth: tls.RequireAndVerifyClientCert},
+		{name: "pair and CA", files: Files{Cert: set.Server.Cert, Key: set.Server.Key, CA: set.CA.Cert}, auth: tls.VerifyClientCertIfGiven},
 		{name: "key of another certificate", files: Files{Cert: set.Server.Cert, Key: set.CA.Key}, errSub: "private key does not match public key"},
 		{name: "missing certificate", files: Files{Cert: filepath.Join(set.Dir, "nope.crt"), Key: set.Server.Key}, errSub: "nope.crt"},
 		{name: "no key", files: Files{Cert: set.Server.Cert}, errSub: "both required"},
@@ -51,11 +53,7 @@ func TestLoad(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "server", m.Leaf.Subject.CommonName)
 			require.Equal(t, uint16(tls.VersionTLS12), m.Config().MinVersion)
-			if tt.verify {
-				require.Equal(t, tls.RequireAndVerifyClientCert, m.Config().ClientAuth)
-			} else {
-				require.Equal(t, tls.NoClientCert, m.Config().ClientAuth)
-			}
+			require.Equal(t, tt.auth, m.Config().ClientAuth)
 		})
 	}
 }

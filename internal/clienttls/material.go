@@ -13,6 +13,9 @@ import (
 // ALPN is the application protocol PostgreSQL 17 clients announce.
 const ALPN = "postgresql"
 
+// ErrCA is wrapped by Load's errors about the client CA bundle.
+var ErrCA = errors.New("tls_ca_cert")
+
 // Files names the PEM files of the client-side TLS material.
 type Files struct {
 	Cert, Key string // certificate (chain) and private key, both required
@@ -51,19 +54,23 @@ func Load(f Files, verifyClients bool) (*Material, error) {
 	if f.CA != "" {
 		pem, err := os.ReadFile(f.CA)
 		if err != nil {
-			return nil, fmt.Errorf("read tls_ca_cert: %w", err)
+			return nil, fmt.Errorf("read %w: %w", ErrCA, err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s: no PEM certificate found", f.CA)
+			return nil, fmt.Errorf("%w %s: no PEM certificate found", ErrCA, f.CA)
 		}
 		cfg.ClientCAs = pool
 	}
-	if verifyClients {
-		if cfg.ClientCAs == nil {
-			return nil, errors.New("verify-full needs tls_ca_cert")
-		}
+	switch {
+	case verifyClients && cfg.ClientCAs == nil:
+		return nil, fmt.Errorf("verify-full needs %w", ErrCA)
+	case verifyClients:
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	case cfg.ClientCAs != nil:
+		// As PostgreSQL with ssl_ca_file: a certificate is optional, one
+		// that is sent must verify.
+		cfg.ClientAuth = tls.VerifyClientCertIfGiven
 	}
 	m.config = cfg
 	return m, nil
