@@ -5,8 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"strings"
 	"sync/atomic"
+	"syscall"
 )
 
 // Modes of general.tls_mode.
@@ -99,4 +102,38 @@ func (s *Server) Handshake(ctx context.Context, raw net.Conn) (*tls.Conn, *Mater
 		return tc, m, fmt.Errorf("tls handshake: %w", err)
 	}
 	return tc, m, nil
+}
+
+// FailureReason classifies a failed handshake for
+// pg_doorman_tls_handshake_failures_total.
+func FailureReason(err error) string {
+	var (
+		rh  tls.RecordHeaderError
+		cve *tls.CertificateVerificationError
+		ne  net.Error
+	)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.As(err, &rh):
+		return "not_tls"
+	case errors.As(err, &cve):
+		return "bad_client_certificate"
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
+		return "client_closed"
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "didn't provide a certificate"):
+		return "no_client_certificate"
+	case strings.Contains(msg, "protocol version"):
+		return "protocol_version"
+	case strings.Contains(msg, "cipher suite"):
+		return "no_shared_cipher"
+	case strings.Contains(msg, "application protocol"):
+		return "alpn"
+	case strings.Contains(msg, "remote error"):
+		return "client_alert"
+	}
+	return "other"
 }
