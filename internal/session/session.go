@@ -134,9 +134,8 @@ type Session struct {
 
 	// Set by the TLS handshake during startup, read-only afterwards.
 	tlsMaterial *clienttls.Material // the certificate the client was shown
-	tlsALPN     string
-	tlsInfo     string // SHOW CLIENTS tls column
-	tlsPeer     string // subject of the client certificate, if any
+	tlsInfo     string              // SHOW CLIENTS tls column
+	tlsPeer     string              // subject of the client certificate, if any
 
 	cancelPID, cancelSecret uint32
 	clientParams            map[string]string // what the client has been told

@@ -97,16 +97,7 @@ func (s *Session) acceptDirectTLS(ctx context.Context) error {
 		return err
 	}
 	conn := &replayConn{Conn: s.raw, first: &byteReader{b: tlsRecordHandshake}}
-	if err := s.handshake(ctx, conn, true); err != nil {
-		return err
-	}
-	if s.tlsALPN != clienttls.ALPN {
-		s.tlsCount("no_alpn")
-		s.loginFailed("protocol")
-		s.fatal("08P01", "received direct SSL connection request without ALPN protocol negotiation extension")
-		return errors.New("direct TLS without ALPN")
-	}
-	return nil
+	return s.handshake(ctx, conn, true)
 }
 
 // waitHandshakeSlot queues the client for tls_rate_limit_per_second,
@@ -136,11 +127,16 @@ func (s *Session) handshake(ctx context.Context, conn net.Conn, direct bool) err
 			zap.String("reason", reason), zap.Error(err))
 		return err
 	}
-	s.tlsCount("")
 	st := tc.ConnectionState()
 	s.nc = tc
+	if direct && st.NegotiatedProtocol != clienttls.ALPN {
+		s.tlsCount("no_alpn")
+		s.loginFailed("tls")
+		s.fatal("08P01", "received direct SSL connection request without ALPN protocol negotiation extension")
+		return errors.New("direct TLS without ALPN")
+	}
+	s.tlsCount("")
 	s.tlsMaterial = m
-	s.tlsALPN = st.NegotiatedProtocol
 	s.tlsInfo = clienttls.ConnInfo(st)
 	if len(st.PeerCertificates) > 0 {
 		s.tlsPeer = st.PeerCertificates[0].Subject.String()
