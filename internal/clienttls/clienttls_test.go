@@ -4,9 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,4 +212,47 @@ func TestLimiterWaitDeadline(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	cancel2()
 	require.ErrorIs(t, l.Wait(ctx2), context.Canceled)
+}
+
+func TestFailureReason(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"deadline", fmt.Errorf("tls handshake: %w", context.DeadlineExceeded), "timeout"},
+		{"socket timeout", &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, "timeout"},
+		{"plaintext after S", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, "not_tls"},
+		{"wrong CA", &tls.CertificateVerificationError{Err: errors.New("x509: unknown authority")}, "bad_client_certificate"},
+		{"EOF", fmt.Errorf("tls handshake: %w", io.EOF), "client_closed"},
+		{"reset", &net.OpError{Op: "read", Err: syscall.ECONNRESET}, "client_closed"},
+		{"no certificate", errors.New("tls: client didn't provide a certificate"), "no_client_certificate"},
+		{"old client", errors.New("tls: client offered only unsupported versions: [301]"), "protocol_version"},
+		{"version alert", errors.New("tls: unsupported protocol version"), "protocol_version"},
+		{"ciphers", errors.New("tls: no cipher suite supported by both client and server"), "no_shared_cipher"},
+		{"alpn", errors.New("tls: client requested unsupported application protocols ([h2])"), "alpn"},
+		{"client alert", errors.New("remote error: tls: bad certificate"), "client_alert"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, FailureReason(tt.err))
+		})
+	}
+}
+
+// TestHandshakeReasonsFromCryptoTLS: the reasons of real failed
+// handshakes, so that a change in crypto/tls's errors shows here.
+func TestHandshakeReasonsFromCryptoTLS(t *testing.T) {
+	set := certs(t)
+	s, err := NewServer(ModeRequire, Files{Cert: set.Server.Cert, Key: set.Server.Key}, 0)
+	require.NoError(t, err)
+	_, _, srvErr, _ := handshake(t, s, &tls.Config{RootCAs: set.CA.Pool(), ServerName: "localhost", MaxVersion: tls.VersionTLS11, MinVersion: tls.VersionTLS10})
+	require.Equal(t, "protocol_version", FailureReason(srvErr), "%v", srvErr)
+	_, _, srvErr, _ = handshake(t, s, &tls.Config{RootCAs: set.CA.Pool(), ServerName: "localhost", MaxVersion: tls.VersionTLS12,
+		CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA}})
+	require.Equal(t, "no_shared_cipher", FailureReason(srvErr), "%v", srvErr)
+	_, _, srvErr, _ = handshake(t, s, &tls.Config{RootCAs: set.CA.Pool(), ServerName: "localhost", NextProtos: []string{"h2"}})
+	require.Equal(t, "alpn", FailureReason(srvErr), "%v", srvErr)
+	_, _, srvErr, _ = handshake(t, s, &tls.Config{RootCAs: set.CA.Pool(), ServerName: "wrong.example"})
+	require.Equal(t, "client_alert", FailureReason(srvErr), "%v", srvErr)
 }

@@ -126,7 +126,7 @@ func FailureReason(err error) string {
 	switch {
 	case strings.Contains(msg, "didn't provide a certificate"):
 		return "no_client_certificate"
-	case strings.Contains(msg, "protocol version"):
+	case strings.Contains(msg, "protocol version"), strings.Contains(msg, "unsupported versions"):
 		return "protocol_version"
 	case strings.Contains(msg, "cipher suite"):
 		return "no_shared_cipher"

@@ -237,7 +237,8 @@ func (s *Session) serve(ctx context.Context) error {
 	_ = s.nc.SetDeadline(time.Time{})
 	g := s.env.Pools.Config().General
 	if g.LogClientConnections {
-		s.log.Info("client connected", zap.Stringer("addr", s.RemoteAddr), zap.String("application_name", s.AppName))
+		s.log.Info("client connected", zap.Stringer("addr", s.RemoteAddr), zap.String("application_name", s.AppName),
+			zap.String("tls", s.tlsInfo), zap.String("client_certificate", s.tlsPeer))
 	}
 	s.pool.Stats.Clients.Add(1)
 	defer s.pool.Stats.Clients.Add(-1)
@@ -434,12 +435,19 @@ const (
 
 // close ends the connection. After a FATAL error it closes gracefully
 // (see closeGracefully); otherwise tcp_so_linger decides, which is only
-// set once the client has logged in (applyLinger).
+// set once the client has logged in (applyLinger), except for TLS.
 func (s *Session) close() {
 	if s.lastWord.Load() {
 		s.closeTLSWrite()
 		closeGracefully(s.raw)
 		return
+	}
+	if tc, ok := s.raw.(*net.TCPConn); ok && s.tlsInfo != "" {
+		// A TLS client answers our close_notify (or sends its own after
+		// Terminate, as pgx and libpq do): with tcp_so_linger 0 the reset
+		// makes that write fail and pgx's Close report an error. A TLS
+		// session ends with close_notify and a FIN.
+		_ = tc.SetLinger(-1)
 	}
 	_ = s.nc.Close()
 }

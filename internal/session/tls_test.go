@@ -36,7 +36,7 @@ type tlEnv struct {
 	wrongClient testcerts.Pair
 }
 
-func tlCerts(t *testing.T) *tlEnv {
+func tlCerts(t testing.TB) *tlEnv {
 	t.Helper()
 	set, err := testcerts.New(t.TempDir())
 	require.NoError(t, err)
@@ -50,7 +50,7 @@ func tlCerts(t *testing.T) *tlEnv {
 }
 
 // tlInstall copies a certificate and key to the paths pg_doorman reads.
-func tlInstall(t *testing.T, e *tlEnv, p testcerts.Pair) {
+func tlInstall(t testing.TB, e *tlEnv, p testcerts.Pair) {
 	t.Helper()
 	for src, dst := range map[string]string{p.Cert: e.cert, p.Key: e.key} {
 		b, err := os.ReadFile(src)
@@ -94,12 +94,14 @@ func tlConnect(t *testing.T, dsn string) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close(ctx)
 	var one int
 	if err := c.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+		_ = c.Close(ctx)
 		return err
 	}
 	require.Equal(t, 1, one)
+	// pgx sends close_notify after Terminate: it must not meet a reset.
+	require.NoError(t, c.Close(ctx))
 	return nil
 }
 
@@ -559,4 +561,67 @@ func TestTLSRateLimit(t *testing.T) {
 	require.GreaterOrEqual(t, spread, 1700*time.Millisecond, "9 intervals of 200 ms (less scheduling slack)")
 	require.Equal(t, float64(clients), tlMetric(t, d, "pg_doorman_tls_handshakes_total", "result", "ok"))
 	require.NoError(t, tlConnect(t, d.DSN("app", "app-secret", "appdb")))
+}
+
+// TestTLSStartupViolations: bytes sent before the 'S' are refused in
+// plaintext after it, as PostgreSQL does; inside TLS a second SSLRequest
+// or a GSSENCRequest is read as an unsupported protocol version, as
+// PostgreSQL does once TLS is up.
+func TestTLSStartupViolations(t *testing.T) {
+	e := tlCerts(t)
+	d := tlStart(t, e, "require", "")
+
+	nc, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", d.Port), 5*time.Second)
+	require.NoError(t, err)
+	defer nc.Close()
+	require.NoError(t, nc.SetDeadline(time.Now().Add(15*time.Second)))
+	_, err = nc.Write(append([]byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f}, 0x16, 3, 1, 0, 5, 1, 0, 0, 1, 0))
+	require.NoError(t, err)
+	rest, err := io.ReadAll(nc)
+	require.NoError(t, err)
+	require.Equal(t, byte('S'), rest[0])
+	require.Equal(t, byte('E'), rest[1], "a plaintext ErrorResponse after the S")
+	require.Contains(t, string(rest), "received unencrypted data after SSL request")
+
+	for name, code := range map[string][]byte{
+		"SSLRequest":    {0x04, 0xd2, 0x16, 0x2f},
+		"GSSENCRequest": {0x04, 0xd2, 0x16, 0x30},
+	} {
+		t.Run(name+" inside TLS", func(t *testing.T) {
+			answer, nc := tlSSLRequest(t, d.Port)
+			require.Equal(t, byte('S'), answer)
+			tc := tls.Client(nc, &tls.Config{RootCAs: e.set.CA.Pool(), ServerName: "localhost"})
+			_, err := tc.Write(append([]byte{0, 0, 0, 8}, code...))
+			require.NoError(t, err)
+			msg, err := pgproto3.NewFrontend(tc, tc).Receive()
+			require.NoError(t, err)
+			er, ok := msg.(*pgproto3.ErrorResponse)
+			require.True(t, ok, "got %T", msg)
+			require.Equal(t, "0A000", er.Code)
+			require.Contains(t, er.Message, fmt.Sprintf("unsupported frontend protocol 1234.%d", int(code[2])<<8|int(code[3])))
+		})
+	}
+}
+
+// BenchmarkTLSConnect: connect, log in (SCRAM) and close through
+// pg_doorman, in plaintext and over TLS (verify-full with host name check,
+// SCRAM-SHA-256-PLUS), one client at a time.
+func BenchmarkTLSConnect(b *testing.B) {
+	e := tlCerts(b)
+	d := apptest.Start(b, poolConfig(b, tlGeneral(e, "allow"), "transaction", 2))
+	for _, bc := range []struct{ name, dsn string }{
+		{"plain", d.DSN("app", "app-secret", "appdb")},
+		{"tls", tlDSN(d, e, "app", "app-secret", "appdb", "verify-full")},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			cfg, err := pgx.ParseConfig(bc.dsn)
+			require.NoError(b, err)
+			ctx := context.Background()
+			for i := 0; i < b.N; i++ {
+				c, err := pgx.ConnectConfig(ctx, cfg)
+				require.NoError(b, err)
+				require.NoError(b, c.Close(ctx))
+			}
+		})
+	}
 }
