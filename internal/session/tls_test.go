@@ -625,3 +625,16 @@ func BenchmarkTLSConnect(b *testing.B) {
 		})
 	}
 }
+
+// TestTLSCAOutsideVerifyFull: tls_ca_cert with require takes effect as
+// PostgreSQL's ssl_ca_file does: no certificate is fine, one that is sent
+// must verify.
+func TestTLSCAOutsideVerifyFull(t *testing.T) {
+	e := tlCerts(t)
+	d := tlStart(t, e, "require", fmt.Sprintf("  tls_ca_cert: %q\n", e.set.CA.Cert))
+	require.NoError(t, tlConnect(t, tlDSN(d, e, "app", "app-secret", "appdb", "verify-full")))
+	require.NoError(t, tlConnect(t, tlDSN(d, e, "app", "app-secret", "appdb", "verify-full", tlClientCert(e.client))))
+	_, err := tlStartupTLS(t, d.Port, &tls.Config{RootCAs: e.set.CA.Pool(), ServerName: "localhost",
+		GetClientCertificate: tlAlwaysSend(t, e.wrongClient)}, "wrong")
+	require.ErrorContains(t, err, "unknown certificate authority")
+}
