@@ -38,7 +38,8 @@ func TestCommandLine(t *testing.T) {
 }
 
 // TestCheckRefusesUnimplemented: -t exits 1 and names the key of a
-// setting whose behaviour is missing; the defaults pass.
+// setting whose behaviour is missing or whose file does not load; the
+// defaults pass.
 func TestCheckRefusesUnimplemented(t *testing.T) {
 	bin, err := buildBinary()
 	require.NoError(t, err)
@@ -49,7 +50,7 @@ func TestCheckRefusesUnimplemented(t *testing.T) {
 		out           string
 	}{
 		{"defaults", "port: 6432", 0, "is valid"},
-		{"tls_mode require", "tls_mode: require\n  tls_certificate: c.pem\n  tls_private_key: k.pem", 1, "general.tls_mode: not implemented yet"},
+		{"tls_mode require with missing files", "tls_mode: require\n  tls_certificate: c.pem\n  tls_private_key: k.pem", 1, "general.tls_certificate: load c.pem and k.pem: open c.pem"},
 		{"server_tls_mode require", "server_tls_mode: require", 1, "general.server_tls_mode: not implemented yet"},
 		{"worker_threads", "worker_threads: 16", 0, "warning: general.worker_threads: Tokio runtime settings, no effect"},
 	}

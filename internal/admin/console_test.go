@@ -101,6 +101,8 @@ func TestShowValues(t *testing.T) {
 	require.Equal(t, "5432", *port["default"])
 	require.Equal(t, "no", *port["changeable"])
 	require.Equal(t, "yes", *cfg.row(t, "idle_timeout")["changeable"])
+	require.Equal(t, "yes", *cfg.row(t, "tls_certificate")["changeable"], "reloaded on SIGHUP")
+	require.Equal(t, "no", *cfg.row(t, "tls_mode")["changeable"])
 
 	require.Equal(t, "PgDoorman "+daemon.Version, *query1(t, c, "SHOW VERSION").Rows[0][0])
 	require.Equal(t, "info", *query1(t, c, "SHOW LOG_LEVEL").Rows[0][0])

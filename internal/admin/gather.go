@@ -143,7 +143,7 @@ func (c *Console) gatherClients(v sessionView) []socketSnap {
 		row := socketSnap{
 			Type: "C", User: s.User, Database: s.Database, State: st,
 			ConnectTime: s.ConnectedAt, Request: s.ConnectedAt,
-			Ptr: fmt.Sprintf("%p", s), AppName: s.AppName,
+			Ptr: fmt.Sprintf("%p", s), AppName: s.AppName, TLS: s.TLS(),
 		}
 		row.Addr, row.Port = splitAddr(s.RemoteAddr, listenPort)
 		if nc := s.Conn(); nc != nil {

@@ -148,10 +148,11 @@ func showSockets(rows []socketSnap) resultSet {
 }
 
 // restartOnly are the settings a RELOAD does not apply (seed: listener,
-// client TLS, runtime threads).
+// client TLS, runtime threads). The client certificate, key and CA are
+// reloaded (beyond the seed); tls_mode and the handshake rate are not.
 var restartOnly = map[string]bool{
 	"host": true, "port": true, "unix_socket_dir": true, "backlog": true,
-	"tls_mode": true, "tls_ca_cert": true, "tls_private_key": true, "tls_certificate": true,
+	"tls_mode": true, "tls_rate_limit_per_second": true,
 	"daemon_pid_file": true, "syslog_prog_name": true,
 	"worker_threads": true, "worker_cpu_affinity_pinning": true, "tokio_global_queue_interval": true,
 	"tokio_event_interval": true, "worker_stack_size": true, "max_blocking_threads": true,

@@ -13,6 +13,14 @@ import (
 // expected in SASLInitialResponse.
 const SCRAMMechanism = "SCRAM-SHA-256"
 
+// SCRAMPlusMechanism is SCRAM-SHA-256 with channel binding, offered to
+// clients on TLS; ChannelBindingType is the only binding PostgreSQL
+// implements (RFC 5929 tls-server-end-point).
+const (
+	SCRAMPlusMechanism = "SCRAM-SHA-256-PLUS"
+	ChannelBindingType = "tls-server-end-point"
+)
+
 // MaxSCRAMIterations caps the iteration count the client side accepts from a
 // server (and NewSCRAMVerifier's input): PBKDF2 at 2^20 rounds already costs
 // about half a second of CPU, and a hostile or misconfigured backend must

@@ -84,34 +84,48 @@ var errOutOfOrder = fmt.Errorf("message out of order: %w", ErrProtocol)
 
 // clientFirst is the parsed client-first-message.
 type clientFirst struct {
-	gs2Header string // "n,," or "y,,"
+	gs2Header string // "n,,", "y,," or "p=<cb-name>,,"
+	cbFlag    byte   // 'n', 'y' or 'p'
+	cbName    string // channel binding type after "p="
 	bare      string // client-first-message-bare
 	nonce     string
 }
 
-// parseClientFirst follows PostgreSQL's read_client_first_message.
+// parseClientFirst follows PostgreSQL's read_client_first_message; which
+// channel-binding flag is acceptable is the server's decision
+// (SCRAMServer.checkChannelBinding).
 func parseClientFirst(msg string) (clientFirst, error) {
 	var cf clientFirst
 	if len(msg) < 3 {
 		return cf, protoErr("client-first message too short")
 	}
-	switch msg[0] {
+	rest := msg[1:]
+	switch cf.cbFlag = msg[0]; cf.cbFlag {
 	case 'n', 'y':
 	case 'p':
-		return cf, protoErr("client requires channel binding, which is not offered")
+		if rest[0] != '=' {
+			return cf, protoErr("malformed gs2 header")
+		}
+		name, _, ok := strings.Cut(rest[1:], ",")
+		if !ok || name == "" {
+			return cf, protoErr("malformed gs2 header")
+		}
+		cf.cbName = name
+		rest = rest[1+len(name):]
 	default:
 		return cf, protoErr("unexpected channel-binding flag %q", msg[0])
 	}
-	if msg[1] != ',' {
+	if len(rest) < 2 || rest[0] != ',' {
 		return cf, protoErr("malformed gs2 header")
 	}
-	if strings.HasPrefix(msg[2:], "a=") {
+	if strings.HasPrefix(rest[1:], "a=") {
 		return cf, protoErr("authorization identity is not supported")
 	}
-	if msg[2] != ',' {
+	if rest[1] != ',' {
 		return cf, protoErr("malformed gs2 header")
 	}
-	cf.gs2Header, cf.bare = msg[:3], msg[3:]
+	headerLen := len(msg) - len(rest) + 2
+	cf.gs2Header, cf.bare = msg[:headerLen], msg[headerLen:]
 	if strings.HasPrefix(cf.bare, "m=") {
 		return cf, protoErr("mandatory extension is not supported")
 	}

@@ -25,6 +25,13 @@ type SCRAMServer struct {
 	rand     io.Reader
 	state    scramState
 
+	// Channel binding (RFC 5802 section 6, RFC 5929): cbData is the
+	// tls-server-end-point data of the connection, nil when the client is
+	// not on TLS (or the certificate has none); plus is set when the
+	// client chose SCRAM-SHA-256-PLUS.
+	cbData []byte
+	plus   bool
+
 	serverNonce     string // set in tests to reproduce RFC vectors
 	gs2Header       string
 	clientFirstBare string
@@ -37,6 +44,37 @@ type SCRAMServer struct {
 // nonce; nil means crypto/rand.Reader.
 func NewSCRAMServer(v SCRAMVerifier, rand io.Reader) *SCRAMServer {
 	return &SCRAMServer{verifier: v, rand: randOrDefault(rand)}
+}
+
+// ChannelBinding tells the exchange that the client is on TLS with
+// tls-server-end-point data endPoint (so SCRAM-SHA-256-PLUS was offered)
+// and whether it chose SCRAMPlusMechanism. Call it before ClientFirst.
+func (s *SCRAMServer) ChannelBinding(endPoint []byte, plus bool) {
+	s.cbData, s.plus = endPoint, plus
+}
+
+// checkChannelBinding applies PostgreSQL's rules (read_client_first_message)
+// to the client's gs2 flag: PLUS needs "p=tls-server-end-point"; "p" needs
+// PLUS; "y" (the client thinks we cannot bind) is a downgrade when we can.
+func (s *SCRAMServer) checkChannelBinding(cf clientFirst) error {
+	switch cf.cbFlag {
+	case 'p':
+		if !s.plus {
+			return protoErr("the client selected %s without channel binding, but the SCRAM message includes channel binding data", SCRAMMechanism)
+		}
+		if cf.cbName != ChannelBindingType {
+			return protoErr("unsupported SCRAM channel-binding type %q", cf.cbName)
+		}
+		return nil
+	case 'y':
+		if s.cbData != nil && !s.plus {
+			return protoErr("SCRAM channel binding negotiation error: the client supports SCRAM channel binding but thinks the server does not, and this server does support it")
+		}
+	}
+	if s.plus {
+		return protoErr("the client selected %s, but the SCRAM message does not include channel binding data", SCRAMPlusMechanism)
+	}
+	return nil
 }
 
 // ClientFirst consumes the data of SASLInitialResponse (client-first-message)
@@ -56,6 +94,9 @@ func (s *SCRAMServer) ClientFirst(msg []byte) ([]byte, error) {
 		if serverNonce, err = newNonce(s.rand); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.checkChannelBinding(cf); err != nil {
+		return nil, err
 	}
 	s.gs2Header, s.clientFirstBare = cf.gs2Header, cf.bare
 	s.nonce = cf.nonce + serverNonce
@@ -79,7 +120,11 @@ func (s *SCRAMServer) ClientFinal(msg []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse client-final: %w", err)
 	}
-	if string(cf.channelBinding) != s.gs2Header {
+	want := s.gs2Header
+	if s.plus {
+		want += string(s.cbData)
+	}
+	if !hmac.Equal(cf.channelBinding, []byte(want)) {
 		return nil, protoErr("channel binding does not match the gs2 header")
 	}
 	if cf.nonce != s.nonce {

@@ -39,30 +39,46 @@ func (d *decoder) refuseGeneral(g *General) {
 	}
 }
 
-// refuseTLS: pg_doorman answers every client SSLRequest with 'N' and
-// connects to PostgreSQL in plaintext. tls_mode "allow" without a
-// certificate means exactly that (TLS needs tls_certificate), and
+// refuseClientTLS refuses client-side TLS keys that would have no effect:
+// with tls_mode disable no TLS is offered, and without tls_certificate
+// neither the client CA nor the handshake rate limit is used. With a
+// certificate it checks the files (checkClientTLSFiles), so that
+// pg_doorman -t and a reload catch what the first handshake would.
+func (d *decoder) refuseClientTLS(g *General) {
+	keys := []struct {
+		key string
+		set bool
+	}{
+		{"general.tls_certificate", g.TLSCertificate != ""},
+		{"general.tls_private_key", g.TLSPrivateKey != ""},
+		{"general.tls_ca_cert", g.TLSCACert != ""},
+		{"general.tls_rate_limit_per_second", g.TLSRateLimitPerSecond != 0},
+	}
+	if g.TLSMode == "disable" {
+		for _, k := range keys {
+			if k.set {
+				d.failf(k.key, "tls_mode is disable: the key would have no effect; remove it or choose another tls_mode")
+			}
+		}
+		return
+	}
+	if g.TLSCertificate == "" {
+		for _, k := range keys[2:] {
+			if k.set {
+				d.failf(k.key, "has no effect without tls_certificate and tls_private_key")
+			}
+		}
+		return
+	}
+	d.checkClientTLSFiles(g)
+}
+
+// refuseTLS: pg_doorman connects to PostgreSQL in plaintext.
 // server_tls_mode "allow" (plaintext first, TLS only if the server refuses)
 // is met whenever the server accepts plaintext; when it does not, the
 // connect fails, never falls back to less protection than asked.
 func (d *decoder) refuseTLS(g *General) {
-	switch g.TLSMode {
-	case "disable", "allow":
-	default:
-		d.notImplemented("general.tls_mode", "TLS towards clients is not supported, %q would serve plaintext; use disable or allow", g.TLSMode)
-	}
-	for _, k := range []struct{ key, val string }{
-		{"general.tls_certificate", g.TLSCertificate},
-		{"general.tls_private_key", g.TLSPrivateKey},
-		{"general.tls_ca_cert", g.TLSCACert},
-	} {
-		if k.val != "" {
-			d.notImplemented(k.key, "TLS towards clients is not supported; remove the key")
-		}
-	}
-	if g.TLSRateLimitPerSecond != 0 {
-		d.notImplemented("general.tls_rate_limit_per_second", "TLS towards clients is not supported; remove the key")
-	}
+	d.refuseClientTLS(g)
 	switch g.ServerTLSMode {
 	case "disable", "allow":
 	default:

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doorman-go/doorman/internal/auth/hba"
+	"github.com/doorman-go/doorman/internal/clienttls"
 	"github.com/doorman-go/doorman/internal/config"
 	"github.com/doorman-go/doorman/internal/memlimit"
 	"github.com/doorman-go/doorman/internal/pooler"
@@ -35,6 +36,7 @@ type Daemon struct {
 
 	cfgPath string
 	hba     atomic.Pointer[hba.Rules]
+	tls     *clienttls.Server // client-side TLS; its material is swapped on reload
 	env     *session.Env
 	Hooks   Hooks
 
@@ -72,6 +74,12 @@ func New(cfg *config.Config, log *zap.Logger, level zap.AtomicLevel) (*Daemon, e
 	if err := d.setHBA(cfg); err != nil {
 		return nil, err
 	}
+	g := &cfg.General
+	tlsSrv, err := clienttls.NewServer(g.TLSMode, g.ClientTLSFiles(), g.TLSRateLimitPerSecond)
+	if err != nil {
+		return nil, fmt.Errorf("client TLS: %w", err)
+	}
+	d.tls = tlsSrv
 	return d, nil
 }
 
@@ -130,6 +138,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		Admin:   d.Hooks.Admin,
 		Metrics: d.Hooks.Metrics,
 		Memory:  d.Memory,
+		TLS:     d.tls,
 	}
 	go d.Pools.Run(ctx)
 	var accept sync.WaitGroup

@@ -33,6 +33,7 @@ func (d *Daemon) Reload() error {
 		d.Log.Error("reload failed, keeping the running configuration", zap.Error(err))
 		return err
 	}
+	tlsOK := d.reloadClientTLS(&old, &cfg.General)
 	d.Pools.Apply(cfg)
 	d.Memory.SetLimit(int64(cfg.General.MaxMemoryUsage))
 	if lvl, err := logging.ParseLevel(cfg.General.LogLevel, zapcore.InfoLevel); err != nil {
@@ -41,7 +42,7 @@ func (d *Daemon) Reload() error {
 		d.Level.SetLevel(lvl.Level)
 	}
 	d.reloads.Add(1)
-	d.reloadFailure.Store(false)
+	d.reloadFailure.Store(!tlsOK) // pg_doorman_config_last_reload_successful shows a certificate not reloaded
 	d.Log.Info("configuration reloaded", zap.String("path", d.cfgPath), zap.Int("pools", len(cfg.Pools)))
 	return nil
 }
@@ -100,4 +101,27 @@ func (d *Daemon) drain() {
 		d.Clients.CloseAll("58006", "pooler is shut down now")
 	}
 	d.Pools.Close()
+}
+
+// reloadClientTLS loads the client-side certificate, key and CA again
+// (beyond the seed, where they need a restart): new handshakes use them,
+// connected clients keep theirs. tls_mode, whether TLS is offered at all
+// and tls_rate_limit_per_second stay as started. A failure keeps the old
+// material and does not fail the rest of the reload (config.Load has
+// checked the files already, so it means they changed in between) but
+// counts as a failed reload.
+func (d *Daemon) reloadClientTLS(old, g *config.General) bool {
+	if g.TLSMode != old.TLSMode || (g.TLSCertificate == "") != (old.TLSCertificate == "") || g.TLSRateLimitPerSecond != old.TLSRateLimitPerSecond {
+		d.Log.Warn("general.tls_mode, turning client TLS on or off and tls_rate_limit_per_second are fixed at start; restart to change them")
+	}
+	m, err := d.tls.Reload(g.ClientTLSFiles())
+	if err != nil {
+		d.Log.Error("client TLS certificate not reloaded, keeping the current one", zap.Error(err))
+		return false
+	}
+	if m != nil {
+		d.Log.Info("client TLS certificate loaded", zap.String("subject", m.Leaf.Subject.String()),
+			zap.String("serial", m.Leaf.SerialNumber.String()), zap.Time("not_after", m.Leaf.NotAfter))
+	}
+	return true
 }

@@ -15,6 +15,7 @@ import (
 var (
 	_ session.Metrics          = (*Metrics)(nil)
 	_ session.ParamSyncMetrics = (*Metrics)(nil)
+	_ session.TLSMetrics       = (*Metrics)(nil)
 )
 
 // Kinds of client connection counted by ClientConnection, the type label
@@ -37,6 +38,9 @@ type Metrics struct {
 	rejected      *prometheus.CounterVec
 	clientErrors  *prometheus.CounterVec
 	paramSync     *prometheus.CounterVec
+	tlsHandshakes *prometheus.CounterVec
+	tlsFailures   *prometheus.CounterVec
+	scramAuth     *prometheus.CounterVec
 
 	// Client connections by kind since start, for pg_doorman_connection_count.
 	plain, tls, cancel, other atomic.Uint64
@@ -79,10 +83,32 @@ func New(d *daemon.Daemon) *Metrics {
 	for _, r := range []string{"protocol_violation", "message_too_large", "message_timeout", "max_memory_usage"} {
 		m.clientErrors.WithLabelValues(r)
 	}
+	m.tlsHandshakes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pg_doorman_tls_handshakes_total",
+		Help: "Client TLS handshakes (after an SSLRequest or direct TLS), by result (ok, failed).",
+	}, []string{"result"})
+	m.tlsFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pg_doorman_tls_handshake_failures_total",
+		Help: "Client TLS handshakes that failed, by reason (timeout, client_closed, not_tls, no_client_certificate, bad_client_certificate, protocol_version, no_shared_cipher, alpn, no_alpn, client_alert, queue_timeout, other).",
+	}, []string{"reason"})
+	m.scramAuth = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pg_doorman_client_scram_auth_total",
+		Help: "Clients that pg_doorman authenticated with SCRAM, by mechanism (SCRAM-SHA-256, SCRAM-SHA-256-PLUS).",
+	}, []string{"mechanism"})
+	for _, r := range []string{"ok", "failed"} {
+		m.tlsHandshakes.WithLabelValues(r)
+	}
+	for _, mech := range []string{"SCRAM-SHA-256", "SCRAM-SHA-256-PLUS"} {
+		m.scramAuth.WithLabelValues(mech)
+	}
+	for _, r := range []string{"timeout", "bad_client_certificate", "no_client_certificate", "queue_timeout"} {
+		m.tlsFailures.WithLabelValues(r)
+	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.logins, m.loginFailures, m.serverLost, m.rejected, m.clientErrors, m.paramSync,
+		m.tlsHandshakes, m.tlsFailures, m.scramAuth,
 		&daemonCollector{m: m},
 		newPoolCollector(d),
 		coordinatorCollector{d},
@@ -140,3 +166,18 @@ func (m *Metrics) ClientConnection(kind string) {
 		m.other.Add(1)
 	}
 }
+
+// TLSHandshake counts a client TLS handshake, reason "" when it succeeded
+// (session.TLSMetrics). A queue timeout counts as a failed handshake too.
+func (m *Metrics) TLSHandshake(reason string) {
+	if reason == "" {
+		m.tlsHandshakes.WithLabelValues("ok").Inc()
+		return
+	}
+	m.tlsHandshakes.WithLabelValues("failed").Inc()
+	m.tlsFailures.WithLabelValues(reason).Inc()
+}
+
+// SCRAMAuth counts a successful SCRAM exchange with a client by mechanism
+// (session.TLSMetrics).
+func (m *Metrics) SCRAMAuth(mechanism string) { m.scramAuth.WithLabelValues(mechanism).Inc() }

@@ -153,20 +153,29 @@ func TestHooksCount(t *testing.T) {
 	m.ClientConnection(ConnTLS)
 	m.ClientConnection(ConnCancel)
 	m.ClientConnection("replication")
+	m.TLSHandshake("")
+	m.TLSHandshake("")
+	m.TLSHandshake("bad_client_certificate")
+	m.SCRAMAuth("SCRAM-SHA-256-PLUS")
 
 	values := gather(t, m)
 	for key, want := range map[string]float64{
-		poolKey("pg_doorman_client_logins_total"):                                              2,
-		seriesKey("pg_doorman_client_login_failures_total", "reason", "password"):              1,
-		seriesKey("pg_doorman_client_login_failures_total", "reason", "hba"):                   0,
-		seriesKey("pg_doorman_client_login_failures_total", "reason", "a_new_reason"):          1,
-		poolKey("pg_doorman_server_connections_lost_total"):                                    1,
-		seriesKey("pg_doorman_client_connections_rejected_total", "reason", "max_connections"): 2,
-		seriesKey("pg_doorman_connection_count", "type", "plain"):                              1,
-		seriesKey("pg_doorman_connection_count", "type", "tls"):                                2,
-		seriesKey("pg_doorman_connection_count", "type", "cancel"):                             1,
-		seriesKey("pg_doorman_connection_count", "type", "total"):                              5,
-		seriesKey("pg_doorman_connections_total", "type", "total"):                             5,
+		poolKey("pg_doorman_client_logins_total"):                                                2,
+		seriesKey("pg_doorman_client_login_failures_total", "reason", "password"):                1,
+		seriesKey("pg_doorman_client_login_failures_total", "reason", "hba"):                     0,
+		seriesKey("pg_doorman_client_login_failures_total", "reason", "a_new_reason"):            1,
+		poolKey("pg_doorman_server_connections_lost_total"):                                      1,
+		seriesKey("pg_doorman_client_connections_rejected_total", "reason", "max_connections"):   2,
+		seriesKey("pg_doorman_connection_count", "type", "plain"):                                1,
+		seriesKey("pg_doorman_connection_count", "type", "tls"):                                  2,
+		seriesKey("pg_doorman_connection_count", "type", "cancel"):                               1,
+		seriesKey("pg_doorman_connection_count", "type", "total"):                                5,
+		seriesKey("pg_doorman_connections_total", "type", "total"):                               5,
+		seriesKey("pg_doorman_tls_handshakes_total", "result", "ok"):                             2,
+		seriesKey("pg_doorman_tls_handshakes_total", "result", "failed"):                         1,
+		seriesKey("pg_doorman_tls_handshake_failures_total", "reason", "bad_client_certificate"): 1,
+		seriesKey("pg_doorman_tls_handshake_failures_total", "reason", "timeout"):                0,
+		seriesKey("pg_doorman_client_scram_auth_total", "mechanism", "SCRAM-SHA-256-PLUS"):       1,
 	} {
 		got, ok := values[key]
 		require.True(t, ok, "series %s missing", key)

@@ -21,10 +21,10 @@ func (s *Session) serveAdmin(ctx context.Context) error {
 	g := s.general()
 	method := hba.MethodSCRAM
 	if rules := s.env.HBA(); rules != nil {
-		rule, ok := rules.Match(hba.Request{Local: s.Local, Addr: s.clientAddr(), Database: s.Database, User: s.User})
+		rule, ok := rules.Match(s.hbaRequest())
 		if !ok || rule.Method == hba.MethodReject || rule.Method == hba.MethodUnknown {
 			s.loginFailed("hba")
-			s.fatal("28000", fmt.Sprintf("no pg_hba.conf entry for host %q, user %q, database %q", s.addrString(), s.User, s.Database))
+			s.noHBAEntry()
 			return errors.New("admin rejected by hba")
 		}
 		method = rule.Method

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -175,7 +176,7 @@ func (s *Session) welcome() error {
 // close may reset the connection, as the setting asks. Before the welcome
 // the socket keeps the default (a graceful close), see daemon's accept path.
 func (s *Session) applyLinger() {
-	tc, ok := s.nc.(*net.TCPConn)
+	tc, ok := s.raw.(*net.TCPConn)
 	if !ok {
 		return
 	}
@@ -191,7 +192,7 @@ func (s *Session) authMethod(verifier string) (hba.Method, error) {
 	if rules == nil {
 		if !s.legacyHBAAllows() {
 			s.loginFailed("hba")
-			s.fatal("28000", fmt.Sprintf("no pg_hba.conf entry for host %q, user %q, database %q", s.addrString(), s.User, s.Database))
+			s.noHBAEntry()
 			return 0, errors.New("rejected by hba")
 		}
 		if auth.IsMD5Verifier(verifier) {
@@ -200,10 +201,10 @@ func (s *Session) authMethod(verifier string) (hba.Method, error) {
 		// SCRAM, or a mock SCRAM exchange when there is no usable verifier.
 		return hba.MethodSCRAM, nil
 	}
-	rule, ok := rules.Match(hba.Request{Local: s.Local, TLS: false, Addr: s.clientAddr(), Database: s.Database, User: s.User})
+	rule, ok := rules.Match(s.hbaRequest())
 	if !ok {
 		s.loginFailed("hba")
-		s.fatal("28000", fmt.Sprintf("no pg_hba.conf entry for host %q, user %q, database %q", s.addrString(), s.User, s.Database))
+		s.noHBAEntry()
 		return 0, errors.New("no hba rule matched")
 	}
 	switch rule.Method {
@@ -228,6 +229,21 @@ func (s *Session) authMethod(verifier string) (hba.Method, error) {
 	}
 	s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
 	return 0, fmt.Errorf("hba line %d method %s is not supported", rule.Line, rule.MethodName)
+}
+
+// hbaRequest is what pg_hba rules match on, TLS as negotiated.
+func (s *Session) hbaRequest() hba.Request {
+	return hba.Request{Local: s.Local, TLS: s.tlsInfo != "", Addr: s.clientAddr(), Database: s.Database, User: s.User}
+}
+
+// noHBAEntry sends PostgreSQL's (15) refusal when no rule matches, which
+// ends with the connection's encryption.
+func (s *Session) noHBAEntry() {
+	enc := "no encryption"
+	if s.tlsInfo != "" {
+		enc = "SSL encryption"
+	}
+	s.fatal("28000", fmt.Sprintf("no pg_hba.conf entry for host %q, user %q, database %q, %s", s.addrString(), s.User, s.Database, enc))
 }
 
 func (s *Session) addrString() string {
@@ -306,7 +322,16 @@ func (s *Session) authMD5(verifier string) error {
 }
 
 func (s *Session) authSCRAM(v auth.SCRAMVerifier) ([]byte, error) {
-	if err := s.Write(protocol.AuthenticationSASL{Mechanisms: []string{auth.SCRAMMechanism}}.Encode(nil)); err != nil {
+	// On TLS SCRAM-SHA-256-PLUS is offered first, as PostgreSQL does.
+	var endPoint []byte
+	if s.tlsMaterial != nil {
+		endPoint = s.tlsMaterial.EndPoint
+	}
+	mechs := []string{auth.SCRAMMechanism}
+	if endPoint != nil {
+		mechs = []string{auth.SCRAMPlusMechanism, auth.SCRAMMechanism}
+	}
+	if err := s.Write(protocol.AuthenticationSASL{Mechanisms: mechs}.Encode(nil)); err != nil {
 		return nil, err
 	}
 	body, err := s.readPassword()
@@ -314,11 +339,12 @@ func (s *Session) authSCRAM(v auth.SCRAMVerifier) ([]byte, error) {
 		return nil, err
 	}
 	var init protocol.SASLInitialResponse
-	if err := init.Decode(body); err != nil || init.Mechanism != auth.SCRAMMechanism {
+	if err := init.Decode(body); err != nil || !slices.Contains(mechs, init.Mechanism) {
 		s.protocolViolation("invalid SASL initial response")
 		return nil, fmt.Errorf("sasl initial response: %v", err)
 	}
 	srv := auth.NewSCRAMServer(v, rand.Reader)
+	srv.ChannelBinding(endPoint, init.Mechanism == auth.SCRAMPlusMechanism)
 	first, err := srv.ClientFirst(init.Data)
 	if err != nil {
 		s.protocolViolation("malformed SCRAM message")
@@ -346,6 +372,9 @@ func (s *Session) authSCRAM(v auth.SCRAMVerifier) ([]byte, error) {
 	}
 	if err := s.Write(protocol.AuthenticationSASLFinal{Data: final}.Encode(nil)); err != nil {
 		return nil, err
+	}
+	if m, ok := s.env.Metrics.(TLSMetrics); ok {
+		m.SCRAMAuth(init.Mechanism)
 	}
 	return srv.ClientKey(), nil
 }

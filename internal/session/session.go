@@ -15,6 +15,7 @@ import (
 
 	"github.com/doorman-go/doorman/internal/auth/hba"
 	"github.com/doorman-go/doorman/internal/backend"
+	"github.com/doorman-go/doorman/internal/clienttls"
 	"github.com/doorman-go/doorman/internal/config"
 	"github.com/doorman-go/doorman/internal/memlimit"
 	"github.com/doorman-go/doorman/internal/pooler"
@@ -45,6 +46,9 @@ type Env struct {
 	// Memory is the max_memory_usage budget of message buffers; nil means
 	// no limit.
 	Memory *memlimit.Budget
+	// TLS is the client-side TLS; nil, or a Server that is not Enabled,
+	// answers every SSLRequest with 'N'.
+	TLS *clienttls.Server
 }
 
 // Metrics receives session events for Prometheus.
@@ -80,8 +84,11 @@ type Session struct {
 	Local       bool // came in on the unix socket
 	Admin       bool
 
-	env   *Env
+	env *Env
+	// nc is the client connection: raw itself, or after a TLS handshake
+	// the *tls.Conn over raw. Socket options (linger, TIOCINQ) go to raw.
 	nc    net.Conn
+	raw   net.Conn
 	crd   *protocol.Reader
 	pool  *pooler.Pool
 	log   *zap.Logger
@@ -124,6 +131,11 @@ type Session struct {
 	// authReason is the login failure reason counted when the password
 	// check fails: "" means "password"; set for mock exchanges.
 	authReason string
+
+	// Set by the TLS handshake during startup, read-only afterwards.
+	tlsMaterial *clienttls.Material // the certificate the client was shown
+	tlsInfo     string              // SHOW CLIENTS tls column
+	tlsPeer     string              // subject of the client certificate, if any
 
 	cancelPID, cancelSecret uint32
 	clientParams            map[string]string // what the client has been told
@@ -176,7 +188,7 @@ func (s *Session) Kill(code, msg string) {
 	s.mu.Unlock()
 	_ = s.nc.SetWriteDeadline(time.Now().Add(time.Second))
 	_ = s.Write(protocol.AppendError(nil, "FATAL", code, msg))
-	if tc, ok := s.nc.(*net.TCPConn); ok {
+	if tc, ok := s.raw.(*net.TCPConn); ok {
 		// A graceful close, so the client reads the error before the
 		// connection ends (tcp_so_linger 0 would send a reset).
 		_ = tc.SetLinger(-1)
@@ -186,7 +198,7 @@ func (s *Session) Kill(code, msg string) {
 
 // Serve runs a client connection to its end. It closes nc.
 func Serve(ctx context.Context, env *Env, nc net.Conn) {
-	s := &Session{env: env, nc: nc, ConnectedAt: time.Now(), RemoteAddr: nc.RemoteAddr()}
+	s := &Session{env: env, nc: nc, raw: nc, ConnectedAt: time.Now(), RemoteAddr: nc.RemoteAddr()}
 	_, s.Local = nc.(*net.UnixConn)
 	s.state.Store(StateLogin)
 	s.log = env.Log
@@ -225,7 +237,8 @@ func (s *Session) serve(ctx context.Context) error {
 	_ = s.nc.SetDeadline(time.Time{})
 	g := s.env.Pools.Config().General
 	if g.LogClientConnections {
-		s.log.Info("client connected", zap.Stringer("addr", s.RemoteAddr), zap.String("application_name", s.AppName))
+		s.log.Info("client connected", zap.Stringer("addr", s.RemoteAddr), zap.String("application_name", s.AppName),
+			zap.String("tls", s.tlsInfo), zap.String("client_certificate", s.tlsPeer))
 	}
 	s.pool.Stats.Clients.Add(1)
 	defer s.pool.Stats.Clients.Add(-1)
@@ -236,16 +249,36 @@ func (s *Session) serve(ctx context.Context) error {
 	return err
 }
 
-// readStartup handles SSLRequest/GSSENCRequest (both refused with 'N'),
+// readStartup handles SSLRequest (TLS when configured, else 'N'),
+// GSSENCRequest ('N'), a direct TLS ClientHello (when TLS is configured),
 // CancelRequest (forwarded, returns nil message) and StartupMessage. Like
 // PostgreSQL's ProcessStartupPacket it accepts at most one SSLRequest and
-// one GSSENCRequest: a repeated one is read as a startup packet of protocol
-// 1234.5679 (or 1234.5680) and refused as an unsupported version; bytes
-// sent before the answer to one are a protocol violation (08P01).
+// one GSSENCRequest, none after TLS is up: a repeated one is read as a
+// startup packet of protocol 1234.5679 (or 1234.5680) and refused as an
+// unsupported version; bytes sent before the answer to one are a protocol
+// violation (08P01). With tls_mode require or verify-full a plaintext
+// StartupMessage is refused ("SSL required", as PgBouncer says it); a
+// plaintext CancelRequest is still forwarded (libpq sends them so).
 func (s *Session) readStartup(ctx context.Context) (*protocol.StartupMessage, error) {
 	var sslDone, gssDone bool
-	for {
-		payload, err := protocol.ReadStartup(s.nc, 0)
+	tlsOn := s.env.TLS.Enabled() && !s.Local
+	for first := true; ; first = false {
+		var r io.Reader = s.nc
+		if first && tlsOn {
+			pr, direct, err := s.peekDirectTLS()
+			if err != nil {
+				return nil, err
+			}
+			if direct {
+				if err := s.acceptDirectTLS(ctx); err != nil {
+					return nil, err
+				}
+				sslDone, gssDone = true, true
+				continue
+			}
+			r = pr
+		}
+		payload, err := protocol.ReadStartup(r, 0)
 		if err != nil {
 			if errors.Is(err, protocol.ErrInvalidLength) || errors.Is(err, protocol.ErrMessageTooLarge) {
 				s.loginFailed("protocol")
@@ -269,7 +302,18 @@ func (s *Session) readStartup(ctx context.Context) (*protocol.StartupMessage, er
 			return nil, fmt.Errorf("decode startup packet: %w", err)
 		}
 		switch m := m.(type) {
-		case *protocol.SSLRequest, *protocol.GSSENCRequest:
+		case *protocol.SSLRequest:
+			if !tlsOn {
+				if err := s.refuseEncryption(m); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if err := s.acceptSSLRequest(ctx); err != nil {
+				return nil, err
+			}
+			gssDone = true // as PostgreSQL: no GSSENCRequest inside TLS
+		case *protocol.GSSENCRequest:
 			if err := s.refuseEncryption(m); err != nil {
 				return nil, err
 			}
@@ -278,7 +322,13 @@ func (s *Session) readStartup(ctx context.Context) (*protocol.StartupMessage, er
 			s.forwardCancel(ctx, m)
 			return nil, nil
 		case *protocol.StartupMessage:
-			s.countConnection("plain")
+			if s.tlsInfo == "" && s.env.TLS.Required() && !s.Local {
+				s.countConnection("plain")
+				s.loginFailed("tls_required")
+				s.fatal("08P01", "SSL required")
+				return nil, errors.New("plaintext client refused: SSL required")
+			}
+			s.countConnection(s.connKind())
 			if nv, ok := m.ProtocolNegotiation(); ok {
 				if err := s.Write(nv.Encode(nil)); err != nil {
 					return nil, fmt.Errorf("negotiate protocol version: %w", err)
@@ -289,12 +339,21 @@ func (s *Session) readStartup(ctx context.Context) (*protocol.StartupMessage, er
 	}
 }
 
+// connKind is the type label of pg_doorman_connection_count for a client
+// that sent its StartupMessage.
+func (s *Session) connKind() string {
+	if s.tlsInfo != "" {
+		return "tls"
+	}
+	return "plain"
+}
+
 // refuseEncryption answers an SSLRequest or GSSENCRequest with 'N'. Bytes
 // that arrived before the answer were sent without waiting for it (were
 // encryption accepted, plaintext a man in the middle could have injected):
 // PostgreSQL refuses them after its answer, and so do we.
 func (s *Session) refuseEncryption(m any) error {
-	early := unreadInput(s.nc)
+	early := unreadInput(s.raw)
 	if _, err := s.nc.Write([]byte{'N'}); err != nil {
 		return fmt.Errorf("refuse encryption: %w", err)
 	}
@@ -376,11 +435,19 @@ const (
 
 // close ends the connection. After a FATAL error it closes gracefully
 // (see closeGracefully); otherwise tcp_so_linger decides, which is only
-// set once the client has logged in (applyLinger).
+// set once the client has logged in (applyLinger), except for TLS.
 func (s *Session) close() {
 	if s.lastWord.Load() {
-		closeGracefully(s.nc)
+		s.closeTLSWrite()
+		closeGracefully(s.raw)
 		return
+	}
+	if tc, ok := s.raw.(*net.TCPConn); ok && s.tlsInfo != "" {
+		// A TLS client answers our close_notify (or sends its own after
+		// Terminate, as pgx and libpq do): with tcp_so_linger 0 the reset
+		// makes that write fail and pgx's Close report an error. A TLS
+		// session ends with close_notify and a FIN.
+		_ = tc.SetLinger(-1)
 	}
 	_ = s.nc.Close()
 }
