@@ -39,12 +39,10 @@ func (d *decoder) refuseGeneral(g *General) {
 	}
 }
 
-// refuseTLS: pg_doorman answers every client SSLRequest with 'N' and
-// connects to PostgreSQL in plaintext. tls_mode "allow" without a
-// certificate means exactly that (TLS needs tls_certificate), and
-// server_tls_mode "allow" (plaintext first, TLS only if the server refuses)
-// is met whenever the server accepts plaintext; when it does not, the
-// connect fails, never falls back to less protection than asked.
+// refuseTLS: pg_doorman answers every client SSLRequest with 'N'.
+// tls_mode "allow" without a certificate means exactly that (TLS needs
+// tls_certificate). Every server_tls_* setting has its behaviour (see
+// loadServerTLS), so none is refused.
 func (d *decoder) refuseTLS(g *General) {
 	switch g.TLSMode {
 	case "disable", "allow":
@@ -62,20 +60,6 @@ func (d *decoder) refuseTLS(g *General) {
 	}
 	if g.TLSRateLimitPerSecond != 0 {
 		d.notImplemented("general.tls_rate_limit_per_second", "TLS towards clients is not supported; remove the key")
-	}
-	switch g.ServerTLSMode {
-	case "disable", "allow":
-	default:
-		d.notImplemented("general.server_tls_mode", "TLS towards PostgreSQL is not supported, %q would connect in plaintext; use disable or allow", g.ServerTLSMode)
-	}
-	for _, k := range []struct{ key, val string }{
-		{"general.server_tls_ca_cert", g.ServerTLSCACert},
-		{"general.server_tls_certificate", g.ServerTLSCertificate},
-		{"general.server_tls_private_key", g.ServerTLSPrivateKey},
-	} {
-		if k.val != "" {
-			d.notImplemented(k.key, "TLS towards PostgreSQL is not supported; remove the key")
-		}
 	}
 }
 
