@@ -37,6 +37,7 @@ type Metrics struct {
 	rejected      *prometheus.CounterVec
 	clientErrors  *prometheus.CounterVec
 	paramSync     *prometheus.CounterVec
+	serverTLS     *serverTLS
 
 	// Client connections by kind since start, for pg_doorman_connection_count.
 	plain, tls, cancel, other atomic.Uint64
@@ -79,6 +80,9 @@ func New(d *daemon.Daemon) *Metrics {
 	for _, r := range []string{"protocol_violation", "message_too_large", "message_timeout", "max_memory_usage"} {
 		m.clientErrors.WithLabelValues(r)
 	}
+	m.serverTLS = newServerTLS()
+	m.reg.MustRegister(m.serverTLS.collectors()...)
+	d.Pools.SetServerTLSObserver(m.serverTLS)
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
