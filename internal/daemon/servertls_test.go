@@ -1,0 +1,229 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/doorman-go/doorman/internal/app/apptest"
+	"github.com/doorman-go/doorman/internal/pgtest"
+	"github.com/doorman-go/doorman/internal/pgtest/testcerts"
+)
+
+// tlsEnv is the PostgreSQL side of the server TLS tests: the shared
+// plaintext cluster pg, a cluster with ssl=on whose certificate is valid
+// for localhost/127.0.0.1 (tlsPG), and one whose certificate names only
+// db.example.invalid (otherPG).
+type tlsEnv struct {
+	certs            *testcerts.Set
+	tlsPG, otherPG   *pgtest.Cluster
+	verifiers        map[string]string // user → SCRAM verifier, on every cluster
+	client, wrongCli testcerts.Pair    // for tls_mtls: from the CA, from the wrong CA
+}
+
+// tlsUsers: tls_any logs in with or without TLS; tls_ssl only over TLS
+// (hostssl); tls_nossl only without (hostnossl); tls_mtls only over TLS
+// with a client certificate whose CN is its name.
+var tlsHba = []string{
+	"hostssl all tls_ssl 127.0.0.1/32 scram-sha-256",
+	"host all tls_ssl 127.0.0.1/32 reject",
+	"hostnossl all tls_nossl 127.0.0.1/32 scram-sha-256",
+	"host all tls_nossl 127.0.0.1/32 reject",
+	"hostssl all tls_mtls 127.0.0.1/32 scram-sha-256 clientcert=verify-full",
+	"host all tls_mtls 127.0.0.1/32 reject",
+}
+
+// newTLSEnv starts the two ssl=on clusters for the test t and creates the
+// users on them and on pg.
+func newTLSEnv(t *testing.T) *tlsEnv {
+	setup(t)
+	certs, err := testcerts.New(t.TempDir())
+	require.NoError(t, err)
+	e := &tlsEnv{certs: certs, verifiers: map[string]string{}}
+	e.client, err = certs.CA.Issue("tls_mtls")
+	require.NoError(t, err)
+	e.wrongCli, err = certs.WrongCA.Issue("tls_mtls")
+	require.NoError(t, err)
+	e.tlsPG = pgtest.Start(t, pgtest.Options{TLS: certs, ExtraHba: tlsHba})
+	other := *certs
+	other.Server, err = certs.CA.Issue("other", "db.example.invalid")
+	require.NoError(t, err)
+	e.otherPG = pgtest.Start(t, pgtest.Options{TLS: &other, ExtraHba: tlsHba})
+	for _, u := range []string{"tls_any", "tls_ssl", "tls_nossl", "tls_mtls"} {
+		// The same verifier on every cluster: SCRAM passthrough replays
+		// the client's ClientKey, which only matches the same StoredKey.
+		v := e.tlsPG.CreateUser(t, u, u+"-pw", "scram-sha-256")
+		e.verifiers[u] = v
+		e.otherPG.Exec(t, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s'`, u, v))
+		pg.Exec(t, fmt.Sprintf(`DROP ROLE IF EXISTS %s`, u))
+		pg.Exec(t, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s'`, u, v))
+	}
+	return e
+}
+
+// doorman starts pg_doorman with one pool "tlsdb" for user towards c.
+func (e *tlsEnv) doorman(t *testing.T, c *pgtest.Cluster, serverHost, user, general string) *apptest.Instance {
+	return apptest.Start(t, fmt.Sprintf(`general:
+  host: 127.0.0.1
+  port: {{PORT}}
+  unix_socket_dir: "{{DIR}}"
+  admin_username: admin
+  admin_password: admin-secret
+%s
+pools:
+  tlsdb:
+    server_host: %s
+    server_port: %d
+    server_database: postgres
+    users:
+      - username: %s
+        password: '%s'
+        pool_size: 4
+`, indent(general), serverHost, c.Port, user, e.verifiers[user]))
+}
+
+func indent(general string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimSpace(general), "\n") {
+		if l != "" {
+			b.WriteString("  " + strings.TrimSpace(l) + "\n")
+		}
+	}
+	return b.String()
+}
+
+// backendSSL logs in through pg_doorman (SCRAM, passthrough to the
+// server) and asks PostgreSQL whether pg_doorman's backend uses TLS.
+func backendSSL(t *testing.T, d *apptest.Instance, user string) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, d.DSN(user, user+"-pw", "tlsdb")+" default_query_exec_mode=exec")
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close(ctx)
+	var ssl bool
+	err = conn.QueryRow(ctx, "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").Scan(&ssl)
+	return ssl, err
+}
+
+// TestServerTLS runs the server TLS scenarios on one set of clusters.
+func TestServerTLS(t *testing.T) {
+	e := newTLSEnv(t)
+	t.Run("modes", func(t *testing.T) { testServerTLSModes(t, e) })
+}
+
+// testServerTLSModes: each server_tls_mode against PostgreSQL with ssl=on
+// and without, with pg_hba rules that demand or forbid TLS; the answer
+// comes from pg_stat_ssl on the server, through pg_doorman, whose clients
+// log in with SCRAM passed through to the server.
+func testServerTLSModes(t *testing.T, e *tlsEnv) {
+	ca, wrongCA := e.certs.CA.Cert, e.certs.WrongCA.Cert
+	tests := []struct {
+		name    string
+		cluster *pgtest.Cluster
+		host    string
+		user    string
+		general string
+		want    bool   // backend encrypted
+		fails   string // "" = login succeeds; else why (the reason label of the error counter, "" for a server error)
+	}{
+		{name: "disable: plaintext though TLS is offered", cluster: e.tlsPG, user: "tls_any", general: "server_tls_mode: disable", want: false},
+		{name: "disable: hostssl-only user fails", cluster: e.tlsPG, user: "tls_ssl", general: "server_tls_mode: disable", fails: "server"},
+		{name: "allow: plaintext when accepted", cluster: e.tlsPG, user: "tls_any", general: "server_tls_mode: allow", want: false},
+		{name: "allow: TLS when pg_hba has only hostssl", cluster: e.tlsPG, user: "tls_ssl", general: "server_tls_mode: allow", want: true},
+		{name: "allow (default): non-TLS server", cluster: pg, user: "tls_any", general: "", want: false},
+		{name: "prefer: TLS when offered", cluster: e.tlsPG, user: "tls_any", general: "server_tls_mode: prefer", want: true},
+		{name: "prefer: plaintext when not offered", cluster: pg, user: "tls_any", general: "server_tls_mode: prefer", want: false},
+		{name: "prefer: plaintext when TLS is refused by hostnossl", cluster: e.tlsPG, user: "tls_nossl", general: "server_tls_mode: prefer", want: false},
+		{name: "require: TLS", cluster: e.tlsPG, user: "tls_any", general: "server_tls_mode: require", want: true},
+		{name: "require: any certificate", cluster: e.otherPG, user: "tls_any", general: "server_tls_mode: require", want: true},
+		{name: "require: non-TLS server fails", cluster: pg, user: "tls_any", general: "server_tls_mode: require", fails: "refused"},
+		{name: "require with a CA verifies the chain", cluster: e.tlsPG, user: "tls_any", general: "server_tls_mode: require\nserver_tls_ca_cert: " + wrongCA, fails: "certificate"},
+		{name: "verify-ca: right CA", cluster: e.tlsPG, user: "tls_any", general: "server_tls_mode: verify-ca\nserver_tls_ca_cert: " + ca, want: true},
+		{name: "verify-ca: name not checked", cluster: e.otherPG, user: "tls_any", general: "server_tls_mode: verify-ca\nserver_tls_ca_cert: " + ca, want: true},
+		{name: "verify-ca: wrong CA fails", cluster: e.tlsPG, user: "tls_any", general: "server_tls_mode: verify-ca\nserver_tls_ca_cert: " + wrongCA, fails: "certificate"},
+		{name: "verify-full: 127.0.0.1 in the certificate", cluster: e.tlsPG, user: "tls_any", general: "server_tls_mode: verify-full\nserver_tls_ca_cert: " + ca, want: true},
+		{name: "verify-full: localhost in the certificate", cluster: e.tlsPG, host: "localhost", user: "tls_any", general: "server_tls_mode: verify-full\nserver_tls_ca_cert: " + ca, want: true},
+		{name: "verify-full: wrong host name fails", cluster: e.otherPG, user: "tls_any", general: "server_tls_mode: verify-full\nserver_tls_ca_cert: " + ca, fails: "hostname"},
+		{name: "verify-full: non-TLS server fails", cluster: pg, user: "tls_any", general: "server_tls_mode: verify-full\nserver_tls_ca_cert: " + ca, fails: "refused"},
+		{name: "mTLS: client certificate accepted", cluster: e.tlsPG, user: "tls_mtls", general: mtls("verify-full", ca, e.client), want: true},
+		{name: "mTLS: no client certificate fails", cluster: e.tlsPG, user: "tls_mtls", general: "server_tls_mode: verify-full\nserver_tls_ca_cert: " + ca, fails: "server"},
+		{name: "mTLS: client certificate of another CA fails", cluster: e.tlsPG, user: "tls_mtls", general: mtls("verify-full", ca, e.wrongCli), fails: "alert"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			host := tt.host
+			if host == "" {
+				host = "127.0.0.1"
+			}
+			d := e.doorman(t, tt.cluster, host, tt.user, tt.general)
+			ssl, err := backendSSL(t, d, tt.user)
+			if tt.fails != "" {
+				require.ErrorContains(t, err, "server login failed")
+				for _, r := range []string{"refused", "certificate", "hostname", "alert", "handshake"} {
+					n := metricValue(t, d, "pg_doorman_server_tls_handshake_errors_total", "reason", r)
+					if r == tt.fails {
+						require.GreaterOrEqual(t, n, 1.0, "reason %s counted", r)
+					} else {
+						require.Zero(t, n, "reason %s", r)
+					}
+				}
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, ssl, "pg_stat_ssl.ssl of pg_doorman's backend")
+			open := 0.0
+			if tt.want {
+				open = 1 // the pool keeps the connection the client used
+			}
+			require.Equal(t, open, metricValue(t, d, "pg_doorman_server_tls_connections"))
+			if tt.want {
+				require.GreaterOrEqual(t, metricValue(t, d, "pg_doorman_server_tls_handshake_duration_seconds"), 1.0, "handshakes observed")
+			}
+		})
+	}
+}
+
+// metricValue reads one series from pg_doorman's registry (a histogram
+// gives its sample count); labels are name, value pairs. 0 when absent.
+func metricValue(t *testing.T, d *apptest.Instance, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := d.Metrics.Registry().Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i < len(labels); i += 2 {
+				found := false
+				for _, lp := range m.GetLabel() {
+					found = found || (lp.GetName() == labels[i] && lp.GetValue() == labels[i+1])
+				}
+				if !found {
+					continue series
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return 0
+}
+
+func mtls(mode, ca string, p testcerts.Pair) string {
+	return fmt.Sprintf("server_tls_mode: %s\nserver_tls_ca_cert: %s\nserver_tls_certificate: %s\nserver_tls_private_key: %s", mode, ca, p.Cert, p.Key)
+}
