@@ -3,6 +3,8 @@ package daemon_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +118,7 @@ func backendSSL(t *testing.T, d *apptest.Instance, user string) (bool, error) {
 func TestServerTLS(t *testing.T) {
 	e := newTLSEnv(t)
 	t.Run("modes", func(t *testing.T) { testServerTLSModes(t, e) })
+	t.Run("reload", func(t *testing.T) { testServerTLSReload(t, e) })
 }
 
 // testServerTLSModes: each server_tls_mode against PostgreSQL with ssl=on
@@ -183,6 +186,13 @@ func testServerTLSModes(t *testing.T, e *tlsEnv) {
 				open = 1 // the pool keeps the connection the client used
 			}
 			require.Equal(t, open, metricValue(t, d, "pg_doorman_server_tls_connections"))
+			servers := showServers(t, d)
+			require.Len(t, servers, 1)
+			if tt.want {
+				require.Regexp(t, `^TLSv1\.[23]/TLS_[A-Z0-9_]+$`, servers[0]["tls"])
+			} else {
+				require.Empty(t, servers[0]["tls"])
+			}
 			if tt.want {
 				require.GreaterOrEqual(t, metricValue(t, d, "pg_doorman_server_tls_handshake_duration_seconds"), 1.0, "handshakes observed")
 			}
@@ -226,4 +236,100 @@ func metricValue(t *testing.T, d *apptest.Instance, name string, labels ...strin
 
 func mtls(mode, ca string, p testcerts.Pair) string {
 	return fmt.Sprintf("server_tls_mode: %s\nserver_tls_ca_cert: %s\nserver_tls_certificate: %s\nserver_tls_private_key: %s", mode, ca, p.Cert, p.Key)
+}
+
+// showServers runs SHOW SERVERS on pg_doorman's admin console.
+func showServers(t *testing.T, d *apptest.Instance) []map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, d.DSN("admin", "admin-secret", "pgdoorman"))
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+	res, err := admin.PgConn().Exec(ctx, "SHOW SERVERS").ReadAll()
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	var out []map[string]string
+	for _, row := range res[0].Rows {
+		m := map[string]string{}
+		for i, f := range res[0].FieldDescriptions {
+			m[f.Name] = string(row[i])
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// testServerTLSReload: the client certificate towards PostgreSQL is
+// rotated on disk and a reload (what SIGHUP runs) picks it up: new server
+// connections use the new material, the client connected throughout keeps
+// its server connection (same backend, same certificate), nothing drops.
+func testServerTLSReload(t *testing.T, e *tlsEnv) {
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "pg_client.crt"), filepath.Join(dir, "pg_client.key")
+	install := func(p testcerts.Pair) {
+		for _, f := range [][2]string{{p.Cert, cert}, {p.Key, key}} {
+			b, err := os.ReadFile(f[0])
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(f[1], b, 0o600))
+		}
+	}
+	install(e.client)
+	second, err := e.certs.CA.Issue("tls_mtls")
+	require.NoError(t, err)
+	d := e.doorman(t, e.tlsPG, "127.0.0.1", "tls_mtls",
+		mtls("verify-full", e.certs.CA.Cert, testcerts.Pair{Cert: cert, Key: key}))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dsn := d.DSN("tls_mtls", "tls_mtls-pw", "tlsdb") + " default_query_exec_mode=exec"
+	const who = "SELECT pg_backend_pid(), s.ssl, s.client_serial::text FROM pg_stat_ssl s WHERE s.pid = pg_backend_pid()"
+	a, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer a.Close(ctx)
+	_, err = a.Exec(ctx, "BEGIN") // holds its server connection across the reloads
+	require.NoError(t, err)
+	var pid, pid2 int
+	var ssl bool
+	var serial1, serial2 string
+	require.NoError(t, a.QueryRow(ctx, who).Scan(&pid, &ssl, &serial1))
+	require.True(t, ssl)
+	servers := showServers(t, d)
+	require.Len(t, servers, 1)
+	require.Equal(t, "active", servers[0]["state"])
+	require.Regexp(t, `^TLSv1\.[23]/`, servers[0]["tls"])
+
+	// Rotate to a certificate of another CA: new connections must fail.
+	install(e.wrongCli)
+	require.NoError(t, d.Daemon.Reload())
+	_, err = backendSSL(t, d, "tls_mtls")
+	require.ErrorContains(t, err, "could not connect to server", "a new server connection uses the rotated (wrong-CA) certificate")
+	require.GreaterOrEqual(t, metricValue(t, d, "pg_doorman_server_tls_handshake_errors_total", "reason", "alert"), 1.0)
+	require.NoError(t, a.QueryRow(ctx, who).Scan(&pid2, &ssl, &serial2))
+	require.Equal(t, pid, pid2, "the connected client keeps its server connection")
+	require.Equal(t, serial1, serial2)
+
+	// Rotate to a second good certificate: new connections present it.
+	install(second)
+	require.NoError(t, d.Daemon.Reload())
+	b, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer b.Close(ctx)
+	var bpid int
+	var bserial string
+	require.NoError(t, b.QueryRow(ctx, who).Scan(&bpid, &ssl, &bserial))
+	require.True(t, ssl)
+	require.NotEqual(t, pid, bpid, "a new server connection")
+	require.NotEqual(t, serial1, bserial, "made with the rotated certificate")
+
+	// A reload with a broken file fails and keeps the running material.
+	require.NoError(t, os.WriteFile(key, []byte("garbage"), 0o600))
+	require.Error(t, d.Daemon.Reload())
+
+	require.NoError(t, a.QueryRow(ctx, who).Scan(&pid2, &ssl, &serial2))
+	require.Equal(t, pid, pid2, "still the first server connection")
+	require.Equal(t, serial1, serial2)
+	_, err = a.Exec(ctx, "COMMIT")
+	require.NoError(t, err)
+	require.Equal(t, 2.0, metricValue(t, d, "pg_doorman_server_tls_connections"), "both server connections stay open")
 }
