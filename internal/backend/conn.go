@@ -99,14 +99,16 @@ func (c *Conn) NetConn() net.Conn { return c.nc }
 // Write writes raw protocol bytes to the server.
 func (c *Conn) Write(b []byte) (int, error) { return c.nc.Write(b) }
 
-// Close sends Terminate and closes the socket.
+// Close sends Terminate and closes the socket. It is safe to call twice.
 func (c *Conn) Close() error {
 	if c.TLS != "" && c.tlsObs != nil && c.closed.CompareAndSwap(false, true) {
 		c.tlsObs.TLSConnClosed()
 	}
 	_ = c.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	_, _ = c.nc.Write([]byte{protocol.MsgTerminate, 0, 0, 0, 4})
-	return c.nc.Close()
+	// The raw socket, also under TLS: after Terminate the server needs no
+	// close_notify, and tls.Conn.Close would wait up to 5 s to send one.
+	return c.raw.Close()
 }
 
 // Connect opens and authenticates a server connection, trying what
