@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doorman-go/doorman/internal/app/apptest"
+	"github.com/doorman-go/doorman/internal/patroni/patronitest"
 	"github.com/doorman-go/doorman/internal/pgtest"
 	"github.com/doorman-go/doorman/internal/pgtest/testcerts"
 )
@@ -119,6 +120,7 @@ func TestServerTLS(t *testing.T) {
 	e := newTLSEnv(t)
 	t.Run("modes", func(t *testing.T) { testServerTLSModes(t, e) })
 	t.Run("reload", func(t *testing.T) { testServerTLSReload(t, e) })
+	t.Run("fallback", func(t *testing.T) { testServerTLSFallback(t, e) })
 }
 
 // testServerTLSModes: each server_tls_mode against PostgreSQL with ssl=on
@@ -332,4 +334,60 @@ func testServerTLSReload(t *testing.T, e *tlsEnv) {
 	_, err = a.Exec(ctx, "COMMIT")
 	require.NoError(t, err)
 	require.Equal(t, 2.0, metricValue(t, d, "pg_doorman_server_tls_connections"), "both server connections stay open")
+}
+
+// testServerTLSFallback: Patroni-assisted fallback connections use the
+// same server_tls_mode: with the local server gone, the fallback member is
+// reached over TLS and verified (verify-full), and a member whose
+// certificate names another host is refused.
+func testServerTLSFallback(t *testing.T, e *tlsEnv) {
+	for _, tt := range []struct {
+		name   string
+		member *pgtest.Cluster
+		ok     bool
+	}{
+		{"verified member", e.tlsPG, true},
+		{"member with a certificate for another name", e.otherPG, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			patroni := patronitest.NewServer(t, []byte(fmt.Sprintf(`{"members": [
+  {"name": "node2", "role": "sync_standby", "state": "streaming", "host": "127.0.0.1", "port": %d, "api_url": "http://127.0.0.1:2/patroni", "timeline": 1, "lag": 0}
+]}`, tt.member.Port)))
+			d := apptest.Start(t, fmt.Sprintf(`general:
+  host: 127.0.0.1
+  port: {{PORT}}
+  unix_socket_dir: "{{DIR}}"
+  admin_username: admin
+  admin_password: admin-secret
+  patroni_api_urls: ["%s"]
+  fallback_connect_timeout: 2s
+  server_tls_mode: verify-full
+  server_tls_ca_cert: %s
+pools:
+  tlsdb:
+    server_host: 127.0.0.1
+    server_port: %d
+    server_database: postgres
+    users:
+      - username: tls_any
+        password: '%s'
+        pool_size: 4
+`, patroni.URL(), e.certs.CA.Cert, apptest.FreePort(t), e.verifiers["tls_any"]))
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			c, err := pgx.Connect(ctx, d.DSN("tls_any", "tls_any-pw", "tlsdb")+" default_query_exec_mode=exec")
+			if !tt.ok {
+				require.Error(t, err)
+				require.GreaterOrEqual(t, metricValue(t, d, "pg_doorman_server_tls_handshake_errors_total", "reason", "hostname"), 1.0)
+				return
+			}
+			require.NoError(t, err)
+			defer c.Close(ctx)
+			var ssl bool
+			var port string
+			require.NoError(t, c.QueryRow(ctx, "SELECT s.ssl, current_setting('port') FROM pg_stat_ssl s WHERE s.pid = pg_backend_pid()").Scan(&ssl, &port))
+			require.Equal(t, fmt.Sprint(tt.member.Port), port, "the query ran on the fallback member")
+			require.True(t, ssl, "the fallback connection uses TLS")
+		})
+	}
 }
