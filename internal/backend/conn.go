@@ -219,6 +219,13 @@ func (c *Conn) startup(o Options) error {
 		add(p[0], p[1])
 	}
 	if _, err := c.nc.Write(sm.Encode(nil)); err != nil {
+		if c.TLS != "" {
+			// TLS 1.3: a server that rejected our certificate may have
+			// closed before this write; its alert is still to be read.
+			if _, rerr := c.Reader.Next(); rerr != nil && servertls.Reason(rerr) == servertls.ReasonAlert {
+				return tlsFailure(o, o.TLS.Mode, servertls.ReasonAlert, fmt.Errorf("server rejected the TLS session (client certificate?): %w", rerr))
+			}
+		}
 		return &ConnectError{Addr: o.Address, Err: fmt.Errorf("send startup: %w", err)}
 	}
 	a := authenticator{cred: o.Credentials}
