@@ -124,26 +124,33 @@ func Connect(ctx context.Context, o Options) (*Conn, error) {
 		m = servertls.FromMode(servertls.Disable)
 	}
 	steps := servertls.Plan(m.Mode, o.Network == "unix")
-	var err error
+	var first error
 	for i, st := range steps {
-		var c *Conn
-		c, err = connectOnce(ctx, o, m, st.Attempt)
-		if err == nil {
+		c, err := connectOnce(ctx, o, m, st.Attempt)
+		switch {
+		case err == nil:
 			return c, nil
+		case first != nil:
+			// Both attempts failed: the first error leads (errors.As finds
+			// its ServerError: the session's text, fallback's verdict).
+			return nil, errors.Join(first, err)
+		case i == len(steps)-1 || ctx.Err() != nil || !retryable(st, err):
+			return nil, err
 		}
-		if i == len(steps)-1 || ctx.Err() != nil || !retryable(st, err) {
-			break
-		}
+		first = err
 	}
-	return nil, err
+	panic("BUG: backend: empty connect plan")
 }
 
 // retryable reports whether err of step st lets the next step run: a
-// server that refused plaintext (allow) or TLS (prefer), or a failed
-// handshake (prefer).
+// server whose pg_hba refused this encryption (28000, "no pg_hba.conf
+// entry ... no encryption" or "rejects connection"), or a failed handshake
+// (prefer). libpq retries on any startup error; a wrong password (28P01),
+// too many connections or a server shutting down would fail the same way
+// again, so they are not retried.
 func retryable(st servertls.Step, err error) bool {
 	var se *ServerError
-	if st.RetryOnServerError && errors.As(err, &se) {
+	if st.RetryOnServerError && errors.As(err, &se) && se.Code == "28000" {
 		var ue *unencryptedError
 		return st.Attempt == servertls.Plain || !errors.As(err, &ue)
 	}

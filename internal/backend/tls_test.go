@@ -46,9 +46,10 @@ func TestConnectTLS(t *testing.T) {
 	certs, err := testcerts.New(t.TempDir())
 	require.NoError(t, err)
 	tlsPG := pgtest.Start(t, pgtest.Options{TLS: certs})
-	plainPG := pgtest.Start(t, pgtest.Options{})
+	plainPG := pgtest.Start(t, pgtest.Options{ExtraHba: []string{"host all app_reject 127.0.0.1/32 reject"}})
 	tlsPG.CreateUser(t, "app", "pw", "scram-sha-256")
 	plainPG.CreateUser(t, "app", "pw", "scram-sha-256")
+	plainPG.CreateUser(t, "app_reject", "pw", "scram-sha-256")
 	opts := func(c *pgtest.Cluster, m *servertls.Material, obs backend.TLSObserver) backend.Options {
 		network, addr := backend.Address("127.0.0.1", c.Port)
 		return backend.Options{Network: network, Address: addr, Database: "postgres", ConnectTimeout: 10 * time.Second,
@@ -93,6 +94,32 @@ func TestConnectTLS(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, c.TLS)
 		require.NoError(t, c.Close())
+	})
+
+	t.Run("allow does not retry a wrong password", func(t *testing.T) {
+		obs := &observer{}
+		o := opts(plainPG, material(t, servertls.Files{Mode: "allow"}), obs)
+		o.Credentials.Password = "wrong"
+		_, err := backend.Connect(ctx, o)
+		var se *backend.ServerError
+		require.ErrorAs(t, err, &se)
+		require.Equal(t, "28P01", se.Code)
+		require.NotErrorAs(t, err, new(*backend.TLSError), "no TLS attempt after a wrong password")
+		require.Empty(t, obs.failures)
+	})
+
+	t.Run("allow: plaintext refused by pg_hba, no TLS on the server", func(t *testing.T) {
+		obs := &observer{}
+		o := opts(plainPG, material(t, servertls.Files{Mode: "allow"}), obs)
+		o.Credentials.User = "app_reject"
+		_, err := backend.Connect(ctx, o)
+		var se *backend.ServerError
+		require.ErrorAs(t, err, &se, "the server's refusal leads")
+		require.Equal(t, "28000", se.Code)
+		var te *backend.TLSError
+		require.ErrorAs(t, err, &te, "and the TLS retry's failure follows")
+		require.Equal(t, servertls.ReasonRefused, te.Reason)
+		require.Equal(t, []string{servertls.ReasonRefused}, obs.failures)
 	})
 
 	t.Run("prefer without TLS on the server", func(t *testing.T) {

@@ -50,8 +50,8 @@ const (
 // Step is an attempt and what may make the dialer try the next step.
 type Step struct {
 	Attempt Attempt
-	// RetryOnServerError: an ErrorResponse during startup (e.g. no
-	// pg_hba.conf entry for this encryption) moves on to the next step.
+	// RetryOnServerError: an ErrorResponse during startup saying pg_hba
+	// refused this encryption (SQLSTATE 28000) moves on to the next step.
 	RetryOnServerError bool
 	// RetryOnHandshake: a failed TLS handshake moves on to the next step.
 	RetryOnHandshake bool
@@ -61,8 +61,9 @@ type Step struct {
 // never uses TLS, whatever the mode; so does pg_doorman.
 //
 //	disable      plaintext
-//	allow        plaintext; if the server refuses it, TLS (required)
-//	prefer       TLS if offered, plaintext if not; if TLS fails, plaintext
+//	allow        plaintext; if pg_hba refuses it, TLS (required)
+//	prefer       TLS if offered, plaintext if not; if the handshake fails
+//	             or pg_hba refuses the TLS login, plaintext
 //	require and
 //	verify-*     TLS, or fail
 func Plan(m Mode, unix bool) []Step {
