@@ -338,6 +338,13 @@ func testServerTLSReload(t *testing.T, e *tlsEnv) {
 	_, err = a.Exec(ctx, "COMMIT")
 	require.NoError(t, err)
 	require.Equal(t, 2.0, metricValue(t, d, "pg_doorman_server_tls_connections"), "both server connections stay open")
+	a.Close(ctx)
+	b.Close(ctx)
+	p, ok := d.Daemon.Pools.Lookup("tlsdb", "tls_mtls")
+	require.True(t, ok)
+	p.Conns().Reconnect()
+	require.Eventually(t, func() bool { return metricValue(t, d, "pg_doorman_server_tls_connections") == 0 },
+		10*time.Second, 10*time.Millisecond, "closed TLS connections leave the gauge")
 }
 
 // testServerTLSFallback: Patroni-assisted fallback connections use the
