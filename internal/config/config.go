@@ -74,18 +74,19 @@ type General struct {
 	ServerTLSCACert                   string        `cfg:"server_tls_ca_cert"`
 	ServerTLSCertificate              string        `cfg:"server_tls_certificate"`
 	ServerTLSPrivateKey               string        `cfg:"server_tls_private_key"`
+	Hba                               []string      `cfg:"hba"`
+	PgHba                             PgHba         `cfg:"pg_hba,custom"`
+	PoolerCheckQuery                  string        `cfg:"pooler_check_query"`
+	Talos                             Talos         `cfg:"talos"`
+	PatroniAPIURLs                    []string      `cfg:"patroni_api_urls"`
+	FallbackCooldown                  time.Duration `cfg:"fallback_cooldown"`
+	PatroniAPITimeout                 time.Duration `cfg:"patroni_api_timeout"`
+	FallbackConnectTimeout            time.Duration `cfg:"fallback_connect_timeout"`
+	FallbackLifetime                  time.Duration `cfg:"fallback_lifetime"` // default: FallbackCooldown
+
 	// ServerTLS is the material the server_tls_* settings name, read and
 	// parsed by Load (and Validate); nil only in a General never validated.
-	ServerTLS              *servertls.Material `cfg:"-"`
-	Hba                    []string            `cfg:"hba"`
-	PgHba                  PgHba               `cfg:"pg_hba,custom"`
-	PoolerCheckQuery       string              `cfg:"pooler_check_query"`
-	Talos                  Talos               `cfg:"talos"`
-	PatroniAPIURLs         []string            `cfg:"patroni_api_urls"`
-	FallbackCooldown       time.Duration       `cfg:"fallback_cooldown"`
-	PatroniAPITimeout      time.Duration       `cfg:"patroni_api_timeout"`
-	FallbackConnectTimeout time.Duration       `cfg:"fallback_connect_timeout"`
-	FallbackLifetime       time.Duration       `cfg:"fallback_lifetime"` // default: FallbackCooldown
+	ServerTLS *servertls.Material `cfg:"-"`
 }
 
 // PgHba is general.pg_hba: the text of a pg_hba.conf, either inline
