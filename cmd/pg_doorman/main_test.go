@@ -51,7 +51,9 @@ func TestCheckRefusesUnimplemented(t *testing.T) {
 	}{
 		{"defaults", "port: 6432", 0, "is valid"},
 		{"tls_mode require with missing files", "tls_mode: require\n  tls_certificate: c.pem\n  tls_private_key: k.pem", 1, "general.tls_certificate: load c.pem and k.pem: open c.pem"},
-		{"server_tls_mode require", "server_tls_mode: require", 1, "general.server_tls_mode: not implemented yet"},
+		{"server_tls_mode require", "server_tls_mode: require", 0, "is valid"},
+		{"server_tls_ca_cert missing", "server_tls_mode: verify-full\n  server_tls_ca_cert: /nonexistent/ca.pem", 1,
+			"general.server_tls_ca_cert: open /nonexistent/ca.pem: no such file or directory"},
 		{"worker_threads", "worker_threads: 16", 0, "warning: general.worker_threads: Tokio runtime settings, no effect"},
 	}
 	for _, tt := range tests {

@@ -187,6 +187,7 @@ func serverRow(p *pooler.Pool, s *pooler.Settings, bc *backend.Conn, state strin
 		Type: "S", User: p.User, Database: p.Database, State: state,
 		ConnectTime: created, Request: created,
 		Ptr: fmt.Sprintf("%p", bc), RemotePID: int(bc.PID), AppName: s.DB.ApplicationName,
+		TLS: bc.TLS,
 	}
 	if bc.Network == "unix" {
 		row.Addr, row.Port = "unix", s.DB.ServerPort

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/doorman-go/doorman/internal/auth"
 	"github.com/doorman-go/doorman/internal/prepared"
 	"github.com/doorman-go/doorman/internal/protocol"
+	"github.com/doorman-go/doorman/internal/servertls"
 )
 
 // MaxServerMessage bounds one message from PostgreSQL (1 GiB, PostgreSQL's
@@ -43,11 +45,20 @@ type Options struct {
 	NoDelay        bool
 	// UnixSocketBufferSize sets SO_RCVBUF/SO_SNDBUF of a unix socket.
 	UnixSocketBufferSize int
+	// TLS is server_tls_*; nil means disable. Unix sockets never use TLS.
+	TLS *servertls.Material
+	// TLSObserver, if set, hears of TLS handshakes and connections.
+	TLSObserver TLSObserver
 }
 
 // Conn is one authenticated server connection.
 type Conn struct {
-	nc      net.Conn
+	nc  net.Conn // the socket, or the tls.Conn over it
+	raw net.Conn // the socket itself
+	// TLS is "TLSv1.3/<cipher>" for an encrypted connection, "" otherwise.
+	TLS     string
+	closed  atomic.Bool
+	tlsObs  TLSObserver
 	Reader  *protocol.Reader
 	PID     uint32
 	Secret  uint32
@@ -88,20 +99,72 @@ func (c *Conn) NetConn() net.Conn { return c.nc }
 // Write writes raw protocol bytes to the server.
 func (c *Conn) Write(b []byte) (int, error) { return c.nc.Write(b) }
 
-// Close sends Terminate and closes the socket.
+// Close sends Terminate and closes the socket. It is safe to call twice.
 func (c *Conn) Close() error {
+	if c.TLS != "" && c.tlsObs != nil && c.closed.CompareAndSwap(false, true) {
+		c.tlsObs.TLSConnClosed()
+	}
 	_ = c.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	_, _ = c.nc.Write([]byte{protocol.MsgTerminate, 0, 0, 0, 4})
-	return c.nc.Close()
+	// The raw socket, also under TLS: after Terminate the server needs no
+	// close_notify, and tls.Conn.Close would wait up to 5 s to send one.
+	return c.raw.Close()
 }
 
-// Connect opens and authenticates a server connection.
+// Connect opens and authenticates a server connection, trying what
+// server_tls_mode asks for in libpq's order (servertls.Plan).
 func Connect(ctx context.Context, o Options) (*Conn, error) {
 	if o.ConnectTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.ConnectTimeout)
 		defer cancel()
 	}
+	m := o.TLS
+	if m == nil {
+		m = servertls.FromMode(servertls.Disable)
+	}
+	steps := servertls.Plan(m.Mode, o.Network == "unix")
+	var first error
+	for i, st := range steps {
+		c, err := connectOnce(ctx, o, m, st.Attempt)
+		switch {
+		case err == nil:
+			return c, nil
+		case first != nil:
+			// Both attempts failed: the first error leads (errors.As finds
+			// its ServerError: the session's text, fallback's verdict).
+			return nil, errors.Join(first, err)
+		case i == len(steps)-1 || ctx.Err() != nil || !retryable(st, err):
+			return nil, err
+		}
+		first = err
+	}
+	panic("BUG: backend: empty connect plan")
+}
+
+// retryable reports whether err of step st lets the next step run: a
+// server whose pg_hba refused this encryption (28000, "no pg_hba.conf
+// entry ... no encryption" or "rejects connection"), or a failed handshake
+// (prefer). libpq retries on any startup error; a wrong password (28P01),
+// too many connections or a server shutting down would fail the same way
+// again, so they are not retried.
+func retryable(st servertls.Step, err error) bool {
+	var se *ServerError
+	if st.RetryOnServerError && errors.As(err, &se) && se.Code == "28000" {
+		var ue *unencryptedError
+		return st.Attempt == servertls.Plain || !errors.As(err, &ue)
+	}
+	var te *TLSError
+	return st.RetryOnHandshake && errors.As(err, &te)
+}
+
+// unencryptedError marks a ServerError on a TLSIfOffered attempt that went
+// on in plaintext: retrying in plaintext would not change anything.
+type unencryptedError struct{ error }
+
+func (e *unencryptedError) Unwrap() error { return e.error }
+
+func connectOnce(ctx context.Context, o Options, m *servertls.Material, at servertls.Attempt) (*Conn, error) {
 	d := net.Dialer{KeepAlive: o.KeepAlive}
 	nc, err := d.DialContext(ctx, o.Network, o.Address)
 	if err != nil {
@@ -115,12 +178,20 @@ func Connect(ctx context.Context, o Options) (*Conn, error) {
 		_ = uc.SetReadBuffer(o.UnixSocketBufferSize)
 		_ = uc.SetWriteBuffer(o.UnixSocketBufferSize)
 	}
-	c := &Conn{nc: nc, Reader: protocol.NewReader(nc, 8192, MaxServerMessage), Params: map[string]string{}, Network: o.Network, Address: o.Address}
+	c := &Conn{nc: nc, raw: nc, Params: map[string]string{}, Network: o.Network, Address: o.Address}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(dl)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
-	err = c.startup(o)
+	err = c.negotiateTLS(o, m, at)
+	if err == nil {
+		c.Reader = protocol.NewReader(c.nc, 8192, MaxServerMessage)
+		err = c.startup(o)
+		var se *ServerError
+		if at == servertls.TLSIfOffered && c.TLS == "" && errors.As(err, &se) {
+			err = &unencryptedError{err}
+		}
+	}
 	if !stop() || ctx.Err() != nil {
 		if err == nil {
 			err = ctx.Err()
@@ -133,7 +204,11 @@ func Connect(ctx context.Context, o Options) (*Conn, error) {
 		}
 		return nil, err
 	}
-	_ = nc.SetDeadline(time.Time{})
+	_ = c.nc.SetDeadline(time.Time{})
+	if c.TLS != "" && o.TLSObserver != nil {
+		c.tlsObs = o.TLSObserver
+		o.TLSObserver.TLSConnOpened()
+	}
 	return c, nil
 }
 
@@ -151,12 +226,24 @@ func (c *Conn) startup(o Options) error {
 		add(p[0], p[1])
 	}
 	if _, err := c.nc.Write(sm.Encode(nil)); err != nil {
+		if c.TLS != "" {
+			// TLS 1.3: a server that rejected our certificate may have
+			// closed before this write; its alert is still to be read.
+			if _, rerr := c.Reader.Next(); rerr != nil && servertls.Reason(rerr) == servertls.ReasonAlert {
+				return tlsFailure(o, o.TLS.Mode, servertls.ReasonAlert, fmt.Errorf("server rejected the TLS session (client certificate?): %w", rerr))
+			}
+		}
 		return &ConnectError{Addr: o.Address, Err: fmt.Errorf("send startup: %w", err)}
 	}
 	a := authenticator{cred: o.Credentials}
 	for {
 		f, err := c.Reader.Next()
 		if err != nil {
+			if c.TLS != "" && servertls.Reason(err) == servertls.ReasonAlert {
+				// TLS 1.3: the server checks our certificate after our
+				// side of the handshake is done, and says so here.
+				return tlsFailure(o, o.TLS.Mode, servertls.ReasonAlert, fmt.Errorf("server rejected the TLS session (client certificate?): %w", err))
+			}
 			return &ConnectError{Addr: o.Address, Err: fmt.Errorf("read startup reply: %w", err)}
 		}
 		switch f.Type() {

@@ -8,6 +8,15 @@
 // the verifier (SCRAM passthrough), or nothing (trust). It collects the
 // ParameterStatus values and the BackendKeyData the server sends.
 //
+// Over TCP, Connect follows server_tls_mode as libpq follows sslmode
+// (servertls.Plan): SSLRequest, then a crypto/tls handshake with the
+// material of Options.TLS, retrying without or with TLS where allow and
+// prefer say so. An encrypted Conn keeps the tls.Conn, and with it the
+// material it was made with, for its whole life; Alive peeks at the raw
+// socket under it. TLSObserver hears of handshakes and of encrypted
+// connections opened and closed. Cancel requests go in plaintext on a new
+// socket, as the seed documents.
+//
 // A Conn is owned by exactly one goroutine at a time: the pool while idle,
 // a client session while checked out. Its Reader holds one buffer, which the
 // owner may release while the connection sits idle. Exec runs a simple query

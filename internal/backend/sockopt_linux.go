@@ -25,7 +25,7 @@ func setUserTimeout(tc *net.TCPConn, d time.Duration) {
 // connection is still open: a peek that finds EOF or unexpected bytes (a
 // FATAL sent before the server went away) means it is not.
 func (c *Conn) Alive() bool {
-	sc, ok := c.nc.(syscall.Conn)
+	sc, ok := c.raw.(syscall.Conn)
 	if !ok {
 		return true
 	}

@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/doorman-go/doorman/internal/servertls"
+)
 
 // Config is one loaded, defaulted, resolved and validated pg_doorman
 // configuration. Treat it as read-only once Load has returned it: a reload
@@ -79,6 +83,10 @@ type General struct {
 	PatroniAPITimeout                 time.Duration `cfg:"patroni_api_timeout"`
 	FallbackConnectTimeout            time.Duration `cfg:"fallback_connect_timeout"`
 	FallbackLifetime                  time.Duration `cfg:"fallback_lifetime"` // default: FallbackCooldown
+
+	// ServerTLS is the material the server_tls_* settings name, read and
+	// parsed by Load (and Validate); nil only in a General never validated.
+	ServerTLS *servertls.Material `cfg:"-"`
 }
 
 // PgHba is general.pg_hba: the text of a pg_hba.conf, either inline
@@ -230,6 +238,7 @@ func defaultGeneral() General {
 		ShutdownTimeout:             10 * time.Second,
 		ProxyCopyDataTimeout:        15 * time.Second,
 		ServerTLSMode:               "allow",
+		ServerTLS:                   servertls.FromMode(servertls.Allow),
 		PoolerCheckQuery:            ";",
 		FallbackCooldown:            30 * time.Second,
 		PatroniAPITimeout:           5 * time.Second,

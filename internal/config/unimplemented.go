@@ -73,26 +73,11 @@ func (d *decoder) refuseClientTLS(g *General) {
 	d.checkClientTLSFiles(g)
 }
 
-// refuseTLS: pg_doorman connects to PostgreSQL in plaintext.
-// server_tls_mode "allow" (plaintext first, TLS only if the server refuses)
-// is met whenever the server accepts plaintext; when it does not, the
-// connect fails, never falls back to less protection than asked.
+// refuseTLS refuses the TLS keys that would have no effect. Every
+// server_tls_* setting has its behaviour (see loadServerTLS), so only the
+// client side has keys to refuse.
 func (d *decoder) refuseTLS(g *General) {
 	d.refuseClientTLS(g)
-	switch g.ServerTLSMode {
-	case "disable", "allow":
-	default:
-		d.notImplemented("general.server_tls_mode", "TLS towards PostgreSQL is not supported, %q would connect in plaintext; use disable or allow", g.ServerTLSMode)
-	}
-	for _, k := range []struct{ key, val string }{
-		{"general.server_tls_ca_cert", g.ServerTLSCACert},
-		{"general.server_tls_certificate", g.ServerTLSCertificate},
-		{"general.server_tls_private_key", g.ServerTLSPrivateKey},
-	} {
-		if k.val != "" {
-			d.notImplemented(k.key, "TLS towards PostgreSQL is not supported; remove the key")
-		}
-	}
 }
 
 func (d *decoder) refusePool(p *Pool) {

@@ -82,6 +82,7 @@ func (d *decoder) validateGeneral(g *General, w *[]string) {
 	}
 	d.validateLogLevel(g.LogLevel, w)
 	d.validateTLS(g)
+	d.loadServerTLS(g)
 	for i, cidr := range g.Hba {
 		if _, err := netip.ParsePrefix(strings.TrimSpace(cidr)); err != nil {
 			d.failf(fmt.Sprintf("general.hba[%d]", i), "invalid CIDR %q: want address/prefix like 10.0.0.0/8", cidr)

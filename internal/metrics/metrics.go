@@ -41,6 +41,7 @@ type Metrics struct {
 	tlsHandshakes *prometheus.CounterVec
 	tlsFailures   *prometheus.CounterVec
 	scramAuth     *prometheus.CounterVec
+	serverTLS     *serverTLS
 
 	// Client connections by kind since start, for pg_doorman_connection_count.
 	plain, tls, cancel, other atomic.Uint64
@@ -104,6 +105,9 @@ func New(d *daemon.Daemon) *Metrics {
 	for _, r := range []string{"timeout", "bad_client_certificate", "no_client_certificate", "queue_timeout"} {
 		m.tlsFailures.WithLabelValues(r)
 	}
+	m.serverTLS = newServerTLS()
+	m.reg.MustRegister(m.serverTLS.collectors()...)
+	d.Pools.SetServerTLSObserver(m.serverTLS)
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

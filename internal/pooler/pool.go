@@ -17,6 +17,7 @@ import (
 	"github.com/doorman-go/doorman/internal/fallback"
 	"github.com/doorman-go/doorman/internal/pool"
 	"github.com/doorman-go/doorman/internal/prepared"
+	"github.com/doorman-go/doorman/internal/servertls"
 )
 
 // Settings is the immutable slice of configuration one pool runs with.
@@ -274,6 +275,7 @@ func (p *Pool) connect(ctx context.Context) (*backend.Conn, error) {
 	c, err := p.dial(ctx, s, o)
 	if err != nil {
 		p.Stats.ConnectErrors.Add(1)
+		p.logTLSFailure(err)
 		return nil, err
 	}
 	c.Prepared = prepared.NewServerSet(s.General.PreparedStatementsCacheSize)
@@ -299,12 +301,48 @@ func (p *Pool) options(s *Settings) (backend.Options, error) {
 	if s.DB.ApplicationName != "" {
 		o.Params = append(o.Params, [2]string{"application_name", s.DB.ApplicationName})
 	}
+	tlsm, err := serverTLS(s.General)
+	if err != nil {
+		return o, err
+	}
+	o.TLS = tlsm
+	if p.reg != nil {
+		o.TLSObserver = p.reg.ServerTLSObserver()
+	}
 	cred, err := p.credentials(s)
 	if err != nil {
 		return o, err
 	}
 	o.Credentials = cred
 	return o, nil
+}
+
+// logTLSFailure logs a failure to set up TLS with the server: the session
+// tells its client only that the server could not be reached.
+func (p *Pool) logTLSFailure(err error) {
+	var te *backend.TLSError
+	if p.reg == nil || p.reg.log == nil || !errors.As(err, &te) {
+		return
+	}
+	p.reg.log.Warn("server TLS failed", zap.String("database", p.Database), zap.String("user", p.User),
+		zap.String("server", te.Addr), zap.Stringer("server_tls_mode", te.Mode), zap.String("reason", te.Reason), zap.Error(te.Err))
+}
+
+// serverTLS is the server_tls_* material of the configuration the pool
+// runs with: loaded by config.Load, so each reload brings the files read
+// again. A General built in code and never validated has only its mode.
+func serverTLS(g *config.General) (*servertls.Material, error) {
+	if g.ServerTLS != nil {
+		return g.ServerTLS, nil
+	}
+	if g.ServerTLSCACert != "" || g.ServerTLSCertificate != "" {
+		return nil, errors.New("server_tls_* files set but not loaded: validate the configuration first")
+	}
+	m, err := servertls.ParseMode(g.ServerTLSMode)
+	if err != nil {
+		return nil, err
+	}
+	return servertls.FromMode(m), nil
 }
 
 func (p *Pool) credentials(s *Settings) (backend.Credentials, error) {

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/config"
 	"github.com/doorman-go/doorman/internal/coordinator"
 	"github.com/doorman-go/doorman/internal/fallback"
@@ -26,6 +27,19 @@ type Registry struct {
 	coords map[string]*coordinator.Coordinator // databases with max_db_connections
 
 	fbMetrics atomic.Pointer[fallback.Metrics]
+	tlsObs    atomic.Pointer[backend.TLSObserver]
+}
+
+// SetServerTLSObserver sets who hears of server-side TLS handshakes and
+// connections (the metrics exporter).
+func (r *Registry) SetServerTLSObserver(o backend.TLSObserver) { r.tlsObs.Store(&o) }
+
+// ServerTLSObserver returns what SetServerTLSObserver set, or nil.
+func (r *Registry) ServerTLSObserver() backend.TLSObserver {
+	if o := r.tlsObs.Load(); o != nil {
+		return *o
+	}
+	return nil
 }
 
 // SetFallbackMetrics sets where the Patroni fallback dialers report.
