@@ -99,6 +99,11 @@ func (c *Conn) NetConn() net.Conn { return c.nc }
 // Write writes raw protocol bytes to the server.
 func (c *Conn) Write(b []byte) (int, error) { return c.nc.Write(b) }
 
+// Abort closes the socket at once, without Terminate or a TLS
+// close_notify: for a connection found broken, whose owner then destroys
+// it (Close after Abort is harmless).
+func (c *Conn) Abort() error { return c.raw.Close() }
+
 // Close sends Terminate and closes the socket. It is safe to call twice.
 func (c *Conn) Close() error {
 	if c.TLS != "" && c.tlsObs != nil && c.closed.CompareAndSwap(false, true) {

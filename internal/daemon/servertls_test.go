@@ -182,6 +182,8 @@ func testServerTLSModes(t *testing.T, e *tlsEnv) {
 				} else {
 					require.Len(t, counted, 1, "one reason counted: %v (%v)", counted, err)
 					require.Contains(t, counted, tt.fails, "%v", err)
+					require.ErrorContains(t, err, "TLS to the server failed", "the client is told why")
+					require.ErrorContains(t, err, ": "+tt.fails+")")
 				}
 				return
 			}

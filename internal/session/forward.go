@@ -292,7 +292,7 @@ func (s *Session) flushServer(srv *pooler.Conn, b *[]byte) error {
 // serverWriteFailed closes the server socket so that serverLoop notices,
 // tells the client, and ends; then the client loop ends too.
 func (s *Session) serverWriteFailed(srv *pooler.Conn, err error) error {
-	_ = srv.Value.NetConn().Close()
+	_ = srv.Value.Abort()
 	s.mu.Lock()
 	done := s.srvDone
 	s.mu.Unlock()
@@ -303,25 +303,37 @@ func (s *Session) serverWriteFailed(srv *pooler.Conn, err error) error {
 }
 
 func (s *Session) acquireFailed(err error) error {
-	var se *backend.ServerError
-	switch {
-	case errors.Is(err, pooler.ErrWaitTimeout):
-		s.fatal("08P01", "query_wait_timeout")
-	case errors.Is(err, coordinator.ErrExhausted):
-		s.fatal("53300", err.Error())
-	case isFallbackFailure(err):
-		s.fatal("08006", fallback.ClientMessage)
-	case errors.Is(err, pool.ErrClosed):
-		s.fatal("08P01", "pool is closed: database or user removed, or pg_doorman is shutting down")
-	case errors.As(err, &se):
-		s.fatal(se.Code, se.Message)
-	case errors.Is(err, context.Canceled):
-		s.fatal("58006", "pooler is shut down now")
-	default:
-		s.fatal("08006", "could not connect to server")
-	}
+	code, msg := serverFailure(err)
+	s.fatal(code, msg)
 	s.log.Warn("no server connection for client", zap.Error(err))
 	return fmt.Errorf("acquire server: %w", err)
+}
+
+// serverFailure is the SQLSTATE and text a client gets when no server
+// connection could be had for it: what the server said, or what went wrong
+// on the way, without the internal detail the log has.
+func serverFailure(err error) (code, msg string) {
+	var se *backend.ServerError
+	var te *backend.TLSError
+	switch {
+	case errors.Is(err, pooler.ErrWaitTimeout):
+		return "08P01", "query_wait_timeout"
+	case errors.Is(err, coordinator.ErrExhausted):
+		return "53300", err.Error()
+	case isFallbackFailure(err):
+		return "08006", fallback.ClientMessage
+	case errors.Is(err, pool.ErrClosed):
+		return "08P01", "pool is closed: database or user removed, or pg_doorman is shutting down"
+	case errors.As(err, &se):
+		return se.Code, se.Message
+	case errors.As(err, &te):
+		return "08006", fmt.Sprintf("could not connect to server: TLS to the server failed (server_tls_mode %s: %s)", te.Mode, te.Reason)
+	case errors.Is(err, backend.ErrNoSCRAMKey):
+		return "08P01", "SCRAM passthrough needs a client to log in with SCRAM first (set server_password or use scram-sha-256 auth)"
+	case errors.Is(err, context.Canceled):
+		return "58006", "pooler is shut down now"
+	}
+	return "08006", "could not connect to server"
 }
 
 func isCheckQuery(body []byte, check string) bool {

@@ -13,9 +13,7 @@ import (
 
 	"github.com/doorman-go/doorman/internal/auth"
 	"github.com/doorman-go/doorman/internal/auth/hba"
-	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/coordinator"
-	"github.com/doorman-go/doorman/internal/fallback"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/prepared"
 	"github.com/doorman-go/doorman/internal/protocol"
@@ -132,21 +130,11 @@ func (s *Session) loginFailed(reason string) {
 // serverLoginFailed turns a failure to open the first server connection
 // into a message for the client without leaking internal detail.
 func (s *Session) serverLoginFailed(err error) error {
-	var se *backend.ServerError
-	switch {
-	case errors.Is(err, pooler.ErrWaitTimeout):
-		s.fatal("08P01", "query_wait_timeout")
-	case errors.Is(err, coordinator.ErrExhausted):
-		s.fatal("53300", err.Error())
-	case isFallbackFailure(err):
-		s.fatal("08006", fallback.ClientMessage)
-	case errors.As(err, &se):
-		s.fatal(se.Code, "server login failed: "+se.Message)
-	case errors.Is(err, backend.ErrNoSCRAMKey):
-		s.fatal("08P01", "server login failed: SCRAM passthrough needs a client to log in with SCRAM first (set server_password or use scram-sha-256 auth)")
-	default:
-		s.fatal("08006", "server login failed: could not connect to server")
+	code, msg := serverFailure(err)
+	if !isFallbackFailure(err) && !errors.Is(err, pooler.ErrWaitTimeout) && !errors.Is(err, coordinator.ErrExhausted) {
+		msg = "server login failed: " + msg
 	}
+	s.fatal(code, msg)
 	return fmt.Errorf("server login: %w", err)
 }
 
