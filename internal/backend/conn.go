@@ -40,7 +40,9 @@ type Options struct {
 	Params         [][2]string // extra startup parameters, e.g. application_name
 	Credentials    Credentials
 	ConnectTimeout time.Duration
-	KeepAlive      time.Duration
+	KeepAlive      time.Duration // idle time before the first probe (tcp_keepalives_idle); 0: Go's default
+	KeepAliveIntvl time.Duration // between probes (tcp_keepalives_interval)
+	KeepAliveCount int           // unanswered probes before the connection is dead (tcp_keepalives_count)
 	TCPUserTimeout time.Duration
 	NoDelay        bool
 	// UnixSocketBufferSize sets SO_RCVBUF/SO_SNDBUF of a unix socket.
@@ -170,7 +172,7 @@ type unencryptedError struct{ error }
 func (e *unencryptedError) Unwrap() error { return e.error }
 
 func connectOnce(ctx context.Context, o Options, m *servertls.Material, at servertls.Attempt) (*Conn, error) {
-	d := net.Dialer{KeepAlive: o.KeepAlive}
+	d := net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: o.KeepAlive, Interval: o.KeepAliveIntvl, Count: o.KeepAliveCount}}
 	nc, err := d.DialContext(ctx, o.Network, o.Address)
 	if err != nil {
 		return nil, &ConnectError{Addr: o.Address, Err: err}

@@ -102,19 +102,19 @@ func TestSettingTCPSocketOptions(t *testing.T) {
 		name    string
 		general string
 		client  seSockopts // RcvBuf/SndBuf 0: not asserted (kernel default)
-		server  seSockopts // only NoDelay, KeepIdle, UserTimeoutMS asserted
+		server  seSockopts // buffers not asserted
 	}{
 		{
 			name:    "set A",
 			general: "  tcp_no_delay: true\n  tcp_keepalives_count: 7\n  tcp_keepalives_idle: 11\n  tcp_keepalives_interval: 13\n  tcp_user_timeout: 17\n  tcp_socket_buffer_size: 96KB",
 			client:  seSockopts{NoDelay: true, KeepAlive: true, KeepCnt: 7, KeepIdle: 11, KeepIntvl: 13, UserTimeoutMS: 17000, RcvBuf: 2 * 96 << 10, SndBuf: 2 * 96 << 10},
-			server:  seSockopts{NoDelay: true, KeepAlive: true, KeepIdle: 11, UserTimeoutMS: 17000},
+			server:  seSockopts{NoDelay: true, KeepAlive: true, KeepCnt: 7, KeepIdle: 11, KeepIntvl: 13, UserTimeoutMS: 17000},
 		},
 		{
 			name:    "set B",
 			general: "  tcp_no_delay: false\n  tcp_keepalives_count: 3\n  tcp_keepalives_idle: 23\n  tcp_keepalives_interval: 29\n  tcp_user_timeout: 31\n  tcp_socket_buffer_size: 160KB",
 			client:  seSockopts{NoDelay: false, KeepAlive: true, KeepCnt: 3, KeepIdle: 23, KeepIntvl: 29, UserTimeoutMS: 31000, RcvBuf: 2 * 160 << 10, SndBuf: 2 * 160 << 10},
-			server:  seSockopts{NoDelay: false, KeepAlive: true, KeepIdle: 23, UserTimeoutMS: 31000},
+			server:  seSockopts{NoDelay: false, KeepAlive: true, KeepCnt: 3, KeepIdle: 23, KeepIntvl: 29, UserTimeoutMS: 31000},
 		},
 	}
 	for _, tt := range tests {
@@ -137,6 +137,8 @@ func TestSettingTCPSocketOptions(t *testing.T) {
 			require.Equal(t, tt.server.NoDelay, srv.NoDelay, "server socket TCP_NODELAY")
 			require.Equal(t, tt.server.KeepAlive, srv.KeepAlive, "server socket SO_KEEPALIVE")
 			require.Equal(t, tt.server.KeepIdle, srv.KeepIdle, "server socket TCP_KEEPIDLE")
+			require.Equal(t, tt.server.KeepIntvl, srv.KeepIntvl, "server socket TCP_KEEPINTVL")
+			require.Equal(t, tt.server.KeepCnt, srv.KeepCnt, "server socket TCP_KEEPCNT")
 			require.Equal(t, tt.server.UserTimeoutMS, srv.UserTimeoutMS, "server socket TCP_USER_TIMEOUT")
 		})
 	}

@@ -293,6 +293,8 @@ func (p *Pool) options(s *Settings) (backend.Options, error) {
 		Database:       s.DB.ServerDatabase,
 		ConnectTimeout: s.DB.ConnectTimeout,
 		KeepAlive:      s.General.TCPKeepalivesIdle,
+		KeepAliveIntvl: s.General.TCPKeepalivesInterval,
+		KeepAliveCount: s.General.TCPKeepalivesCount,
 		TCPUserTimeout: s.General.TCPUserTimeout,
 		NoDelay:        s.General.TCPNoDelay,
 
