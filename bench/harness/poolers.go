@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/doorman-go/doorman/internal/pgtest/testcerts"
 )
 
 // preparedDB is the pooler database of the -M prepared test: the same
@@ -15,15 +17,24 @@ const preparedDB = "bench_prep"
 
 // pooler is a running pg_doorman or PgBouncer.
 type pooler struct {
-	name string
-	port int
-	proc *process
+	name    string
+	port    int
+	proc    *process
+	sslmode string // libpq sslmode its clients use: disable, or require when it listens with TLS
 }
 
 // dsn is a pgx DSN for benchUser through the pooler.
 func (p *pooler) dsn(db string) string {
-	return fmt.Sprintf("host=127.0.0.1 port=%d user=%s password=%s dbname=%s sslmode=disable",
-		p.port, benchUser, benchPassword, db)
+	return fmt.Sprintf("host=127.0.0.1 port=%d user=%s password=%s dbname=%s sslmode=%s",
+		p.port, benchUser, benchPassword, db, p.sslmode)
+}
+
+// sslmode is what clients of a pooler configured with c use.
+func (c poolerConfig) sslmode() string {
+	if c.tls.Cert != "" {
+		return "require"
+	}
+	return "disable"
 }
 
 // poolerConfig is what both poolers are configured from.
@@ -35,6 +46,9 @@ type poolerConfig struct {
 	prepSize   int
 	maxClients int // client connections the pooler must accept
 	promPort   int // pg_doorman's Prometheus port on 127.0.0.1; 0: exporter off
+	// tls, when set, makes the pooler require TLS from clients with this
+	// certificate; towards PostgreSQL both poolers stay plaintext.
+	tls testcerts.Pair
 }
 
 // startDoorman writes a YAML config and starts bin/pg_doorman.
@@ -51,7 +65,7 @@ func startDoorman(ctx context.Context, bin, tag string, c poolerConfig) (*pooler
 	if err != nil {
 		return nil, err
 	}
-	p := &pooler{name: "pg_doorman", port: port, proc: proc}
+	p := &pooler{name: "pg_doorman", port: port, proc: proc, sslmode: c.sslmode()}
 	if err := proc.waitLogin(ctx, p.dsn(benchDB)); err != nil {
 		_ = proc.stop()
 		return nil, err
@@ -83,7 +97,16 @@ general:
   log_client_disconnections: false
   log_level: "warn"
 `, port, c.dir, filepath.Join(c.dir, "pg_doorman.pid"), max(8192, c.maxClients)) +
-		prometheusYAML(c.promPort) + "pools:\n" + pool(benchDB, c.poolSize) + pool(preparedDB, c.prepSize)
+		doormanTLSYAML(c.tls) + prometheusYAML(c.promPort) + "pools:\n" + pool(benchDB, c.poolSize) + pool(preparedDB, c.prepSize)
+}
+
+// doormanTLSYAML is the client TLS part of the general section, empty
+// when p is unset.
+func doormanTLSYAML(p testcerts.Pair) string {
+	if p.Cert == "" {
+		return ""
+	}
+	return fmt.Sprintf("  tls_mode: \"require\"\n  tls_certificate: %q\n  tls_private_key: %q\n  server_tls_mode: \"disable\"\n", p.Cert, p.Key)
 }
 
 // prometheusYAML is the exporter section, empty when port is 0.
@@ -121,7 +144,7 @@ func startPgBouncer(ctx context.Context, bin, tag string, c poolerConfig) (*pool
 	if err != nil {
 		return nil, err
 	}
-	p := &pooler{name: "pgbouncer", port: port, proc: proc}
+	p := &pooler{name: "pgbouncer", port: port, proc: proc, sslmode: c.sslmode()}
 	if err := proc.waitLogin(ctx, p.dsn(benchDB)); err != nil {
 		_ = proc.stop()
 		return nil, err
@@ -138,6 +161,9 @@ func pgbouncerINI(port int, authPath, logPath string, c poolerConfig) string {
 	fmt.Fprintf(&b, "auth_type = scram-sha-256\nauth_file = %s\npool_mode = transaction\n", authPath)
 	fmt.Fprintf(&b, "default_pool_size = %d\nmax_client_conn = %d\n", c.poolSize, c.maxClients)
 	fmt.Fprintf(&b, "logfile = %s\nlog_connections = 0\nlog_disconnections = 0\n", logPath)
+	if c.tls.Cert != "" { // server_tls_sslmode stays at its default, disable
+		fmt.Fprintf(&b, "client_tls_sslmode = require\nclient_tls_cert_file = %s\nclient_tls_key_file = %s\n", c.tls.Cert, c.tls.Key)
+	}
 	return b.String()
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doorman-go/doorman/internal/config"
+	"github.com/doorman-go/doorman/internal/pgtest/testcerts"
 )
 
 // A SCRAM verifier as pg_authid stores it (password "bench-secret" is not
@@ -37,6 +38,26 @@ func TestDoormanYAMLLoads(t *testing.T) {
 	}
 	require.Equal(t, map[string]int{benchDB: 40, preparedDB: 10}, sizes)
 	require.False(t, cfg.Prometheus.Enabled)
+	require.Equal(t, "allow", cfg.General.TLSMode, "no TLS keys without a certificate")
+	require.Empty(t, cfg.General.TLSCertificate)
+	require.Equal(t, "disable", c.sslmode())
+}
+
+func TestDoormanYAMLTLS(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	certs, err := testcerts.New(dir)
+	require.NoError(t, err)
+	c := poolerConfig{dir: dir, pgPort: 5432, verifier: testVerifier, poolSize: 40, prepSize: 10, maxClients: 500, tls: certs.Server}
+	path := filepath.Join(dir, "doorman.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(doormanYAML(6432, c)), 0o600))
+	cfg, _, err := config.Load(path) // loads and checks the certificate and key files
+	require.NoError(t, err)
+	require.Equal(t, "require", cfg.General.TLSMode)
+	require.Equal(t, certs.Server.Cert, cfg.General.TLSCertificate)
+	require.Equal(t, certs.Server.Key, cfg.General.TLSPrivateKey)
+	require.Equal(t, "disable", cfg.General.ServerTLSMode, "plaintext to PostgreSQL, as PgBouncer")
+	require.Equal(t, "require", c.sslmode())
 }
 
 func TestDoormanYAMLPrometheus(t *testing.T) {
@@ -66,4 +87,15 @@ func TestPgBouncerINI(t *testing.T) {
 		require.Contains(t, ini, want)
 	}
 	require.Less(t, strings.Index(ini, "[databases]"), strings.Index(ini, "[pgbouncer]"))
+	require.NotContains(t, ini, "tls")
+
+	c.tls = testcerts.Pair{Cert: "/w/server.crt", Key: "/w/server.key"}
+	ini = pgbouncerINI(6433, "/w/users", "/w/log", c)
+	for _, want := range []string{
+		"client_tls_sslmode = require\n", "client_tls_cert_file = /w/server.crt\n", "client_tls_key_file = /w/server.key\n",
+	} {
+		require.Contains(t, ini, want)
+	}
+	require.NotContains(t, ini, "server_tls", "plaintext to PostgreSQL (PgBouncer's default), as pg_doorman")
+	require.Greater(t, strings.Index(ini, "client_tls_sslmode"), strings.Index(ini, "[pgbouncer]"))
 }

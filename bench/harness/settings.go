@@ -10,16 +10,19 @@ import (
 
 // Settings are the knobs of one benchmark run.
 type Settings struct {
-	Duration         time.Duration // BENCH_TIME: seconds per pgbench run
-	Rounds           int           // BENCH_ROUNDS: repetitions of every case; TPS is the median
-	Scale            int           // BENCH_SCALE: pgbench -s
-	Clients          []int         // BENCH_CLIENTS: comma-separated client counts
-	Jobs             int           // BENCH_JOBS: pgbench -j (capped by the client count)
-	PoolSize         int           // BENCH_POOL_SIZE: server connections per pooler pool
-	PreparedClients  int           // BENCH_PREPARED_CLIENTS: clients of the -M prepared run
-	PreparedPoolSize int           // BENCH_PREPARED_POOL_SIZE: pool of the -M prepared run
-	IdleClients      int           // BENCH_IDLE_CLIENTS: idle clients of the memory test
-	Keep             bool          // BENCH_KEEP=1: keep the work directory
+	Duration          time.Duration // BENCH_TIME: seconds per pgbench run
+	Rounds            int           // BENCH_ROUNDS: repetitions of every case; TPS is the median
+	Scale             int           // BENCH_SCALE: pgbench -s
+	Clients           []int         // BENCH_CLIENTS: comma-separated client counts
+	Jobs              int           // BENCH_JOBS: pgbench -j (capped by the client count)
+	PoolSize          int           // BENCH_POOL_SIZE: server connections per pooler pool
+	PreparedClients   int           // BENCH_PREPARED_CLIENTS: clients of the -M prepared run
+	PreparedPoolSize  int           // BENCH_PREPARED_POOL_SIZE: pool of the -M prepared run
+	IdleClients       int           // BENCH_IDLE_CLIENTS: idle clients of the memory test
+	Keep              bool          // BENCH_KEEP=1: keep the work directory
+	TLSClients        []int         // BENCH_TLS_CLIENTS: client counts of the TLS section
+	TLSConnectClients int           // BENCH_TLS_CONNECT_CLIENTS: clients of the pgbench -C run over TLS
+	Only              string        // BENCH_ONLY: "" (everything) or "tls" (only the TLS section)
 
 	DoormanBin   string // path of the pg_doorman binary
 	PgBouncerBin string // path of the pgbouncer binary
@@ -32,6 +35,7 @@ func DefaultSettings() Settings {
 	return Settings{
 		Duration: 7 * time.Second, Rounds: 2, Scale: 10, Clients: []int{10, 100, 400},
 		Jobs: 2, PoolSize: 40, PreparedClients: 100, PreparedPoolSize: 10, IdleClients: 2000,
+		TLSClients: []int{10, 100}, TLSConnectClients: 10,
 		DoormanBin: "bin/pg_doorman", PgBouncerBin: "/usr/sbin/pgbouncer",
 		Out: "docs/benchmarks.md", RepoDir: ".",
 	}
@@ -63,12 +67,23 @@ func (s Settings) ApplyEnv(getenv func(string) string) (Settings, error) {
 	positive("BENCH_PREPARED_CLIENTS", &s.PreparedClients)
 	positive("BENCH_PREPARED_POOL_SIZE", &s.PreparedPoolSize)
 	positive("BENCH_IDLE_CLIENTS", &s.IdleClients)
-	if v := getenv("BENCH_CLIENTS"); v != "" {
-		clients, err := parseClients(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("BENCH_CLIENTS=%q: %w", v, err))
+	positive("BENCH_TLS_CONNECT_CLIENTS", &s.TLSConnectClients)
+	for key, dst := range map[string]*[]int{"BENCH_CLIENTS": &s.Clients, "BENCH_TLS_CLIENTS": &s.TLSClients} {
+		if v := getenv(key); v != "" {
+			clients, err := parseClients(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", key, v, err))
+			}
+			*dst = clients
 		}
-		s.Clients = clients
+	}
+	// "proxy" is scripts/bench.sh's knob for the patroni_proxy part, which
+	// does not run benchrun at all.
+	switch v := getenv("BENCH_ONLY"); v {
+	case "", OnlyTLS:
+		s.Only = v
+	default:
+		errs = append(errs, fmt.Errorf("BENCH_ONLY=%q: want tls (benchrun) or proxy (scripts/bench.sh)", v))
 	}
 	s.Keep = getenv("BENCH_KEEP") == "1"
 	return s, errors.Join(errs...)
@@ -87,10 +102,13 @@ func parseClients(v string) ([]int, error) {
 	return out, nil
 }
 
-// MaxClients is the largest client count of the matrix.
+// OnlyTLS is the BENCH_ONLY value that runs only the TLS section.
+const OnlyTLS = "tls"
+
+// MaxClients is the largest client count of any run.
 func (s Settings) MaxClients() int {
-	m := s.PreparedClients
-	for _, c := range s.Clients {
+	m := max(s.PreparedClients, s.TLSConnectClients)
+	for _, c := range append(append([]int(nil), s.Clients...), s.TLSClients...) {
 		m = max(m, c)
 	}
 	return m

@@ -26,8 +26,18 @@ func TestApplyEnv(t *testing.T) {
 				require.True(t, s.Keep)
 				require.Equal(t, 100, s.MaxClients())
 			}},
-		{name: "every bad variable reported", env: map[string]string{"BENCH_TIME": "0", "BENCH_SCALE": "big", "BENCH_CLIENTS": "10,x"},
-			wantErr: []string{`BENCH_TIME="0"`, `BENCH_SCALE="big"`, `BENCH_CLIENTS="10,x"`}},
+		{name: "tls only", env: map[string]string{"BENCH_ONLY": "tls", "BENCH_TLS_CLIENTS": "20,200", "BENCH_TLS_CONNECT_CLIENTS": "4"},
+			check: func(t *testing.T, s Settings) {
+				require.Equal(t, OnlyTLS, s.Only)
+				require.Equal(t, []int{20, 200}, s.TLSClients)
+				require.Equal(t, 4, s.TLSConnectClients)
+				require.Equal(t, 400, s.MaxClients(), "the matrix's 400 clients")
+				s.Clients = nil
+				require.Equal(t, 200, s.MaxClients(), "the TLS section's 200 clients")
+			}},
+		{name: "every bad variable reported", env: map[string]string{"BENCH_TIME": "0", "BENCH_SCALE": "big", "BENCH_CLIENTS": "10,x",
+			"BENCH_TLS_CLIENTS": "-1", "BENCH_ONLY": "proxy"},
+			wantErr: []string{`BENCH_TIME="0"`, `BENCH_SCALE="big"`, `BENCH_CLIENTS="10,x"`, `BENCH_TLS_CLIENTS="-1"`, `BENCH_ONLY="proxy"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
