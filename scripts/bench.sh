@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # make bench: pgbench against PostgreSQL directly, through PgBouncer and
 # through pg_doorman, interleaved, plus memory per idle client; writes
-# docs/benchmarks.md. About 12 minutes on 2 cores with the defaults.
+# docs/benchmarks.md; then pgbench over TLS through both poolers, written to
+# docs/benchmarks-tls.md. About 15 minutes on 2 cores with the defaults.
 # Knobs (environment): BENCH_TIME (seconds per run, 7), BENCH_ROUNDS (2),
 # BENCH_SCALE (10), BENCH_CLIENTS (10,100,400), BENCH_JOBS (2),
 # BENCH_POOL_SIZE (40), BENCH_PREPARED_CLIENTS (100),
 # BENCH_PREPARED_POOL_SIZE (10), BENCH_IDLE_CLIENTS (2000), BENCH_KEEP=1,
 # BENCH_JSON=<file> (also save raw results; re-render with
-# `go run ./bench/cmd/benchrun -render <file>`), BENCH_ONLY=proxy (only the
-# patroni_proxy part).
+# `go run ./bench/cmd/benchrun -render <file>`), BENCH_TLS_CLIENTS (10,100),
+# BENCH_TLS_CONNECT_CLIENTS (10, for pgbench -C), BENCH_ONLY=proxy (only the
+# patroni_proxy part) or BENCH_ONLY=tls (only the TLS part).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${BENCH_ONLY:-}" in
+  ""|proxy|tls) ;;
+  *) echo "bench.sh: BENCH_ONLY=$BENCH_ONLY: want proxy or tls" >&2; exit 2 ;;
+esac
 scripts/deps.sh bench
 [ -x bin/pg_doorman ] || make -s build
 # 2,000 idle clients need file descriptors in the client and both poolers;
@@ -18,8 +24,11 @@ scripts/deps.sh bench
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 mkdir -p docs
 if [ "${BENCH_ONLY:-}" != proxy ]; then
-  go run ./bench/cmd/benchrun -doorman bin/pg_doorman -out docs/benchmarks.md ${BENCH_JSON:+-json "$BENCH_JSON"} "$@"
+  # BENCH_ONLY=tls: benchrun runs only the TLS part and writes only
+  # docs/benchmarks-tls.md.
+  go run ./bench/cmd/benchrun -doorman bin/pg_doorman -out docs/benchmarks.md -tls-out docs/benchmarks-tls.md ${BENCH_JSON:+-json "$BENCH_JSON"} "$@"
 fi
+[ "${BENCH_ONLY:-}" != tls ] || exit 0
 # patroni_proxy: pgbench -S through the proxy against the same PostgreSQL
 # directly (runs before and after), written to docs/benchmarks-proxy.md.
 out=$(PROXY_BENCH=1 go test -count=1 -run TestPgbenchRatio -v ./internal/proxy 2>&1 | grep -o 'pgbench -S -c [0-9]*[: ].*' || true)

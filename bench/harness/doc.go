@@ -8,7 +8,12 @@
 // same pool sizes, runs every case (script x protocol x clients) against
 // the three targets back to back for several rounds (rotating their order),
 // then measures resident memory of fresh pooler instances holding many idle
-// authenticated clients, and renders the Report with render.go.
+// authenticated clients, and renders the Report with render.go. Its TLS
+// section (tls.go, render_tls.go; alone with BENCH_ONLY=tls) runs pgbench
+// -S and -C with PGSSLMODE=require through both poolers requiring TLS from
+// clients with one throwaway certificate, and through plaintext instances
+// as the baseline, recording each pooler's CPU per transaction from
+// /proc/PID/stat (cpu.go); it renders into its own file.
 //
 // Settings come from BENCH_* environment variables (settings.go). Child
 // processes die with the harness (Pdeathsig); PgBouncer runs as the

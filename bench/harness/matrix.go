@@ -18,9 +18,16 @@ const (
 
 // target is where pgbench connects.
 type target struct {
-	name string
-	port int
-	db   string
+	name    string
+	port    int
+	db      string
+	pid     int    // the pooler's process, whose CPU time a run records; 0: none
+	sslmode string // PGSSLMODE of pgbench; "": libpq's default
+}
+
+// poolerTarget is a target through p for database db.
+func poolerTarget(name string, p *pooler, db string) target {
+	return target{name: name, port: p.port, db: db, pid: p.proc.PID(), sslmode: p.sslmode}
 }
 
 // Case is one cell of the matrix.
@@ -28,10 +35,15 @@ type Case struct {
 	Script  string
 	Mode    string
 	Clients int
+	Connect bool `json:",omitempty"` // pgbench -C: a new connection per transaction
 }
 
 func (c Case) String() string {
-	return fmt.Sprintf("%s -M %s -c %d", c.Script, c.Mode, c.Clients)
+	s := fmt.Sprintf("%s -M %s -c %d", c.Script, c.Mode, c.Clients)
+	if c.Connect {
+		s += " -C"
+	}
+	return s
 }
 
 // CaseResult holds every round of one case, per target name.
@@ -60,6 +72,25 @@ func (r CaseResult) ConnTime(target string) time.Duration {
 		}
 	}
 	return time.Duration(pgbench.Median(xs) * float64(time.Millisecond))
+}
+
+// CPUPerTx is the pooler CPU time per transaction of a target: the CPU
+// of its successful rounds divided by their transactions (0 when none).
+// With Connect every transaction is a new connection, so this is the CPU
+// per connection.
+func (r CaseResult) CPUPerTx(target string) time.Duration {
+	var cpu time.Duration
+	var txs int64
+	for _, run := range r.Runs[target] {
+		if run.Err == "" && run.Summary.Processed > 0 {
+			cpu += run.PoolerCPU
+			txs += run.Summary.Processed
+		}
+	}
+	if txs == 0 {
+		return 0
+	}
+	return cpu / time.Duration(txs)
 }
 
 // Latency pools the transaction times of all rounds of a target.
@@ -129,7 +160,7 @@ type runner struct {
 // run on a small machine), so the probed connection time, with margin, is
 // added; the reported TPS excludes connecting either way.
 func (rn *runner) duration(ctx context.Context, t target, clients int) (time.Duration, error) {
-	key := fmt.Sprintf("%s/%s/%d", t.name, t.db, clients)
+	key := fmt.Sprintf("%s/%s/%s/%d", t.name, t.db, t.sslmode, clients)
 	if rn.connTime == nil {
 		rn.connTime = map[string]time.Duration{}
 	}
@@ -137,7 +168,7 @@ func (rn *runner) duration(ctx context.Context, t target, clients int) (time.Dur
 	if !ok {
 		res, err := runPgbench(ctx, rn.pgbench, runSpec{
 			target: t.name, port: t.port, db: t.db, script: ScriptSelectOnly, mode: "simple",
-			clients: clients, jobs: rn.settings.Jobs, txs: 1, logDir: rn.logDir,
+			clients: clients, jobs: rn.settings.Jobs, txs: 1, logDir: rn.logDir, sslmode: t.sslmode,
 		})
 		if err != nil {
 			return 0, fmt.Errorf("probe connection time of %s with %d clients: %w", t.name, clients, err)
@@ -174,10 +205,7 @@ func (rn *runner) runCases(ctx context.Context, cases []Case, targets []target, 
 				if err != nil {
 					return nil, err
 				}
-				res, err := runPgbench(ctx, rn.pgbench, runSpec{
-					target: t.name, port: t.port, db: t.db, script: c.Script, mode: c.Mode,
-					clients: c.Clients, jobs: rn.settings.Jobs, dur: dur, logDir: rn.logDir,
-				})
+				res, err := rn.run(ctx, t, c, dur)
 				if err != nil {
 					return nil, fmt.Errorf("%s against %s: %w", c, t.name, err)
 				}
@@ -188,6 +216,31 @@ func (rn *runner) runCases(ctx context.Context, cases []Case, targets []target, 
 		}
 	}
 	return results, nil
+}
+
+// run runs case c against t once for dur and records the pooler's CPU.
+func (rn *runner) run(ctx context.Context, t target, c Case, dur time.Duration) (runResult, error) {
+	var before time.Duration
+	if t.pid != 0 {
+		var err error
+		if before, err = readCPU(t.pid); err != nil {
+			return runResult{}, err
+		}
+	}
+	res, err := runPgbench(ctx, rn.pgbench, runSpec{
+		target: t.name, port: t.port, db: t.db, script: c.Script, mode: c.Mode,
+		clients: c.Clients, jobs: rn.settings.Jobs, dur: dur, logDir: rn.logDir,
+		sslmode: t.sslmode, connect: c.Connect,
+	})
+	if err != nil || t.pid == 0 {
+		return res, err
+	}
+	after, err := readCPU(t.pid)
+	if err != nil {
+		return res, err
+	}
+	res.PoolerCPU = after - before
+	return res, nil
 }
 
 // brief is a one-line account of a run for the progress output.

@@ -54,9 +54,14 @@ func firstLoad(avg string) float64 {
 
 // spreadNote reports the largest round-to-round TPS difference.
 func spreadNote(cases []CaseResult) string {
+	return spreadNoteFor(cases, targetOrder[:])
+}
+
+// spreadNoteFor is spreadNote over the given targets.
+func spreadNoteFor(cases []CaseResult, targets []string) string {
 	worst, where := 0.0, ""
 	for _, c := range cases {
-		for _, t := range targetOrder {
+		for _, t := range targets {
 			lo, hi := 0.0, 0.0
 			for _, run := range c.Runs[t] {
 				v := run.Summary.TPS

@@ -23,6 +23,7 @@ type Report struct {
 	Prepared   []CaseResult
 	LoadMemory map[string]Memory // poolers' memory after the matrix
 	Idle       []IdleResult
+	TLS        TLSReport
 }
 
 // Run runs the whole benchmark; progress gets one line per step.
@@ -58,9 +59,24 @@ func Run(ctx context.Context, s Settings, progress io.Writer) (Report, error) {
 	cfg := poolerConfig{dir: dir, pgPort: pg.Port, verifier: pg.verifier, poolSize: s.PoolSize,
 		prepSize: s.PreparedPoolSize, maxClients: s.IdleClients + s.MaxClients() + 100}
 	rn := &runner{pgbench: pgbenchBin, settings: s, logDir: dir, progress: progress}
-	if err := runLoad(ctx, s, cfg, rn, &rep); err != nil {
+	if s.Only != OnlyTLS {
+		if err := runLoad(ctx, s, cfg, rn, &rep); err != nil {
+			return rep, err
+		}
+		if err := runIdleAll(ctx, s, cfg, progress, &rep); err != nil {
+			return rep, err
+		}
+	}
+	if rep.TLS, err = runTLS(ctx, s, cfg, rn); err != nil {
 		return rep, err
 	}
+	rep.Machine.LoadAfter = loadAverage()
+	rep.Elapsed = time.Since(rep.Date).Round(time.Second)
+	return rep, nil
+}
+
+// runIdleAll measures idle clients of a fresh pg_doorman and PgBouncer.
+func runIdleAll(ctx context.Context, s Settings, cfg poolerConfig, progress io.Writer, rep *Report) error {
 	idle := []struct {
 		tag, bin string
 		start    startFunc
@@ -68,14 +84,12 @@ func Run(ctx context.Context, s Settings, progress io.Writer) (Report, error) {
 	for _, p := range idle {
 		res, err := runIdle(ctx, s.IdleClients, cfg, p.start, p.bin, p.tag)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		fmt.Fprintf(progress, "idle clients: %s holds %d clients with %.0f bytes each\n", res.Pooler, res.Opened, res.PerClient())
 		rep.Idle = append(rep.Idle, res)
 	}
-	rep.Machine.LoadAfter = loadAverage()
-	rep.Elapsed = time.Since(rep.Date).Round(time.Second)
-	return rep, nil
+	return nil
 }
 
 // runLoad runs the throughput matrix and the -M prepared cases through one
@@ -94,8 +108,8 @@ func runLoad(ctx context.Context, s Settings, cfg poolerConfig, rn *runner, rep 
 
 	targets := []target{
 		{name: TargetDirect, port: cfg.pgPort, db: benchDB},
-		{name: TargetPgBouncer, port: bouncer.port, db: benchDB},
-		{name: TargetDoorman, port: doorman.port, db: benchDB},
+		poolerTarget(TargetPgBouncer, bouncer, benchDB),
+		poolerTarget(TargetDoorman, doorman, benchDB),
 	}
 	if rep.Matrix, err = rn.runCases(ctx, matrixCases(s.Clients), targets, s.Rounds); err != nil {
 		return err

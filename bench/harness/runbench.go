@@ -32,6 +32,8 @@ type runSpec struct {
 	dur     time.Duration // -T
 	txs     int           // -t instead of -T when positive
 	logDir  string        // where the -l files go; emptied after reading
+	sslmode string        // PGSSLMODE; "" leaves libpq's default
+	connect bool          // -C: a new connection for every transaction
 }
 
 // runResult is what one pgbench run gave.
@@ -41,6 +43,9 @@ type runResult struct {
 	ExitCode int
 	Err      string // why there is no summary, "" when there is one
 	TxLog    pgbench.TxLog
+	// PoolerCPU is the user+system CPU time the pooler used during the
+	// run (connecting included); 0 for direct runs.
+	PoolerCPU time.Duration `json:",omitempty"`
 }
 
 // runPgbench runs pgbench with -l and reads its summary and logs. A
@@ -58,6 +63,9 @@ func runPgbench(ctx context.Context, bin string, spec runSpec) (runResult, error
 		"-c", strconv.Itoa(spec.clients), "-j", strconv.Itoa(max(1, min(spec.jobs, spec.clients))),
 		"-l", "--log-prefix=" + filepath.Join(dir, "tx"), spec.db,
 	}
+	if spec.connect {
+		args = append(args, "-C")
+	}
 	if spec.txs > 0 {
 		args = append(args, "-t", strconv.Itoa(spec.txs))
 	} else {
@@ -68,6 +76,9 @@ func runPgbench(ctx context.Context, bin string, spec runSpec) (runResult, error
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "PGPASSWORD="+benchPassword)
+	if spec.sslmode != "" {
+		cmd.Env = append(cmd.Env, "PGSSLMODE="+spec.sslmode)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()

@@ -4,7 +4,9 @@
 //
 // Config: BENCH_* environment variables (see bench/harness/settings.go) and
 // the flags below; -json also saves the raw results, and -render rewrites
-// the report from such a file without running anything. Signals: SIGINT
+// the report from such a file without running anything. The TLS section
+// goes to its own file (-tls-out); with BENCH_ONLY=tls only that section
+// runs and only that file is written, so the main report keeps its figures. Signals: SIGINT
 // and SIGTERM stop the run; child processes die with it. Exit codes: 0 when
 // the report was written, 1 on any error, 2 on bad flags or settings.
 package main
@@ -30,6 +32,7 @@ func run() int {
 	flag.StringVar(&s.DoormanBin, "doorman", s.DoormanBin, "pg_doorman binary")
 	flag.StringVar(&s.PgBouncerBin, "pgbouncer", s.PgBouncerBin, "pgbouncer binary")
 	flag.StringVar(&s.Out, "out", s.Out, "report file")
+	tlsOut := flag.String("tls-out", "docs/benchmarks-tls.md", "report file of the TLS section")
 	flag.StringVar(&s.RepoDir, "repo", s.RepoDir, "repository, for the git commit")
 	jsonOut := flag.String("json", "", "also save the raw results to this file")
 	renderFrom := flag.String("render", "", "only rewrite the report from raw results saved by -json")
@@ -49,12 +52,24 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "benchrun:", err)
 		return 1
 	}
-	out := harness.Render(rep) + harness.KeptTail(s.Out)
-	if err := os.WriteFile(s.Out, []byte(out), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "benchrun: write report:", err)
+	var files [][2]string // path, contents
+	if len(rep.Matrix) > 0 {
+		files = append(files, [2]string{s.Out, harness.Render(rep) + harness.KeptTail(s.Out)})
+	}
+	if len(rep.TLS.Cases)+len(rep.TLS.Connect) > 0 {
+		files = append(files, [2]string{*tlsOut, harness.RenderTLS(rep) + harness.KeptTail(*tlsOut)})
+	}
+	if len(files) == 0 {
+		fmt.Fprintln(os.Stderr, "benchrun: the results hold nothing to report")
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "benchrun: wrote %s (the run took %s)\n", s.Out, rep.Elapsed)
+	for _, f := range files {
+		if err := os.WriteFile(f[0], []byte(f[1]), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "benchrun: write report:", err)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "benchrun: wrote %s (the run took %s)\n", f[0], rep.Elapsed)
+	}
 	return 0
 }
 
