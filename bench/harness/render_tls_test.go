@@ -85,7 +85,7 @@ func TestRenderTLS(t *testing.T) {
 		"# Benchmarks with TLS from clients: pg_doorman vs PgBouncer",
 		"2026-01-02 03:04 UTC",
 		"| CPU model | AMD EPYC |",
-		"`client_tls_sslmode = require`", "`tls_mode: require`", "PGSSLMODE=require",
+		"`client_tls_sslmode = require`", "`tls_mode: require`", "PGSSLMODE=require", "`PGSSLMODE=disable` against the plaintext two",
 		// TPS 8000 / 10000, ratio 1.25; CPU 50 µs and 80 µs per transaction, ratio 1.60
 		"| extended | 100 | 8000 | 10000 | 1.25 | 50.0 | 80.0 | 1.60 |",
 		// baseline: 30 µs and 60 µs

@@ -107,7 +107,8 @@ func runLoad(ctx context.Context, s Settings, cfg poolerConfig, rn *runner, rep 
 	defer func() { err = errors.Join(err, bouncer.proc.stop()) }()
 
 	targets := []target{
-		{name: TargetDirect, port: cfg.pgPort, db: benchDB},
+		// sslmode disable as for the plaintext poolers: no SSLRequest round trip per login
+		{name: TargetDirect, port: cfg.pgPort, db: benchDB, sslmode: "disable"},
 		poolerTarget(TargetPgBouncer, bouncer, benchDB),
 		poolerTarget(TargetDoorman, doorman, benchDB),
 	}
