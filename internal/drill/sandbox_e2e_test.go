@@ -102,7 +102,9 @@ func TestDrillSandbox(t *testing.T) {
 	}
 	want := map[string]bool{}
 	for _, s := range strings.Split(os.Getenv("DRILL_SCENARIOS"), ",") {
-		want[strings.TrimSpace(s)] = s != ""
+		if s = strings.TrimSpace(s); s != "" {
+			want[s] = true
+		}
 	}
 	out := os.Getenv("DRILL_OUT")
 	if out == "" {
@@ -133,6 +135,7 @@ func TestDrillSandbox(t *testing.T) {
 			}
 		})
 	}
+	require.NotEmpty(t, all, "no scenario ran: DRILL_SCENARIOS=%q", os.Getenv("DRILL_SCENARIOS"))
 	t.Logf("results appended to %s\n%s", out, summaryTable(all))
 }
 
