@@ -49,6 +49,7 @@ It creates one table (doorman_drill_<random> unless --table) and drops it.`,
 	fl.Float64Var(&c.Backoff.JitterHigh, "jitter-high", drill.DefaultBackoff.JitterHigh, "upper bound of J")
 	fl.DurationVar(&c.AttemptTimeout, "attempt-timeout", 3*time.Second, "bound of one connect + INSERT")
 	fl.DurationVar(&c.ReconcileTimeout, "reconcile-timeout", time.Minute, "how long to look for the primary afterwards")
+	fl.StringVar(&c.Validate, "validate", drill.ValidateLibpq, "read-write check: libpq (in_hot_standby/default_transaction_read_only reported at login, as libpq 14+) or show (SHOW transaction_read_only)")
 	fl.StringVar(&c.Table, "table", "", "table to create and drop (must not exist)")
 	fl.BoolVar(&c.KeepTable, "keep-table", false, "do not drop the table")
 	fl.StringVar(&jsonPath, "json", "", "also write the report as JSON to this file (- for stdout instead of the table)")

@@ -30,10 +30,23 @@ type Config struct {
 	// Rand returns uniform numbers in [0, 1) for the jitter (default
 	// math/rand/v2); it must be safe for concurrent use.
 	Rand func() float64
+	// Validate is how a connection is judged read-write: ValidateLibpq
+	// (default) as libpq 14+ does, from the in_hot_standby and
+	// default_transaction_read_only the server reported at login, falling
+	// back to SHOW transaction_read_only when it reported neither;
+	// ValidateShow always asks SHOW transaction_read_only (pgx's way). A
+	// pooler that reports stale role parameters fools only the first.
+	Validate string
 	// Mark, when set, is called with the time the run started, so that a
 	// harness can relate its own actions to event offsets.
 	Mark func(time.Time)
 }
+
+// The ways of checking target_session_attrs=read-write (Config.Validate).
+const (
+	ValidateLibpq = "libpq"
+	ValidateShow  = "show"
+)
 
 var tableName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
@@ -49,6 +62,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Backoff == (Backoff{}) {
 		c.Backoff = DefaultBackoff
+	}
+	if c.Validate == "" {
+		c.Validate = ValidateLibpq
 	}
 	if c.AttemptTimeout == 0 {
 		c.AttemptTimeout = 3 * time.Second
@@ -73,6 +89,9 @@ func (c Config) validate() error {
 	b := c.Backoff
 	if b.Base <= 0 || b.Max < b.Base || b.JitterLow <= 0 || b.JitterHigh < b.JitterLow {
 		errs = append(errs, fmt.Errorf("backoff: need 0 < base <= max and 0 < jitter low <= high, got %+v", b))
+	}
+	if c.Validate != ValidateLibpq && c.Validate != ValidateShow {
+		errs = append(errs, fmt.Errorf("validate: %q is not %s or %s", c.Validate, ValidateLibpq, ValidateShow))
 	}
 	if c.Table != "" && !tableName.MatchString(c.Table) {
 		errs = append(errs, fmt.Errorf("table: %q is not a lower-case identifier", c.Table))

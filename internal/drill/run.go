@@ -36,7 +36,7 @@ func Run(ctx context.Context, c Config, m *Metrics) (*Report, error) {
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("drill config: %w", err)
 	}
-	pc, err := connConfig(c.DSN)
+	pc, err := connConfig(c.DSN, c.Validate)
 	if err != nil {
 		return nil, err
 	}
@@ -67,19 +67,38 @@ func Run(ctx context.Context, c Config, m *Metrics) (*Report, error) {
 }
 
 // connConfig parses dsn and applies what every attempt needs:
-// target_session_attrs=read-write, the simple query protocol (the INSERT
-// is one message: sent or not), and an application_name.
-func connConfig(dsn string) (*pgx.ConnConfig, error) {
+// target_session_attrs=read-write checked the validate way, the simple
+// query protocol (the INSERT is one message: sent or not), and an
+// application_name.
+func connConfig(dsn, validate string) (*pgx.ConnConfig, error) {
 	pc, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse dsn: %w", err)
 	}
 	pc.ValidateConnect = pgconn.ValidateConnectTargetSessionAttrsReadWrite
+	if validate == ValidateLibpq {
+		pc.ValidateConnect = validateReadWriteLibpq
+	}
 	pc.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
 	if pc.RuntimeParams["application_name"] == "" {
 		pc.RuntimeParams["application_name"] = "doorman-drill"
 	}
 	return pc, nil
+}
+
+// validateReadWriteLibpq is libpq 14+'s target_session_attrs=read-write:
+// when the server reported both default_transaction_read_only and
+// in_hot_standby at login, they decide (read-only if either is on) and no
+// query runs; otherwise SHOW transaction_read_only decides.
+func validateReadWriteLibpq(ctx context.Context, c *pgconn.PgConn) error {
+	ro, hs := c.ParameterStatus("default_transaction_read_only"), c.ParameterStatus("in_hot_standby")
+	if ro == "" || hs == "" {
+		return pgconn.ValidateConnectTargetSessionAttrsReadWrite(ctx, c)
+	}
+	if ro == "on" || hs == "on" {
+		return pgconn.ErrReadOnlyConnection
+	}
+	return nil
 }
 
 func randomHex(n int) string {

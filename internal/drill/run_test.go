@@ -72,6 +72,22 @@ func TestRunReadOnlyIsNotSent(t *testing.T) {
 	require.ErrorContains(t, err, "read only connection")
 }
 
+// TestRunValidateModes: a role that is read-only by its own setting is
+// refused by both checks (libpq's sees default_transaction_read_only=on
+// at login, pgx's asks SHOW); a bad mode is a config error.
+func TestRunValidateModes(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t, pgtest.Options{})
+	pg.CreateUser(t, "ro2", "ro-secret", "scram-sha-256")
+	pg.Exec(t, "ALTER ROLE ro2 SET default_transaction_read_only = on")
+	for _, mode := range []string{drill.ValidateLibpq, drill.ValidateShow} {
+		_, err := drill.Run(context.Background(), drill.Config{DSN: pg.DSN("ro2", "ro-secret", "postgres"), Validate: mode}, nil)
+		require.ErrorContains(t, err, "read only connection", mode)
+	}
+	_, err := drill.Run(context.Background(), drill.Config{DSN: pg.DSN("ro2", "ro-secret", "postgres"), Validate: "guess"}, nil)
+	require.ErrorContains(t, err, `validate: "guess"`)
+}
+
 // TestRunAcrossPromotion: a multi-host DSN over a primary and its replica;
 // the primary is stopped (fast) and the replica promoted while six workers
 // write. Every acknowledged write is found on the new primary, the writes

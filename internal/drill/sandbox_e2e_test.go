@@ -28,7 +28,7 @@ import (
 // The drill against the real 3-node Patroni sandbox (make drill). Knobs:
 // DRILL_RUNS (runs per stack of the switchover, default 5),
 // DRILL_UNPLANNED_RUNS (runs per stack of each unplanned case, default 2),
-// DRILL_SCENARIOS (comma list, default all), DRILL_OUT (JSON lines of the
+// DRILL_SCENARIOS (comma list, default all), DRILL_VALIDATE (libpq or show), DRILL_OUT (JSON lines of the
 // results, default /tmp/doorman-drill-results.jsonl).
 
 // doormanPort is the port of the pg_doorman beside each node (127.0.1.N).
@@ -73,6 +73,7 @@ type result struct {
 	UnknownCommitted int             `json:"unknown_committed"`
 	Violations       int             `json:"violations"`
 	Failures         []drill.Failure `json:"failures"`
+	Validate         string          `json:"validate"`
 	Load1            string          `json:"loadavg_1m"`
 }
 
@@ -139,6 +140,15 @@ func TestDrillSandbox(t *testing.T) {
 	t.Logf("results appended to %s\n%s", out, summaryTable(all))
 }
 
+// validateMode is DRILL_VALIDATE, default libpq (the issue's probe used
+// psycopg, that is libpq).
+func validateMode() string {
+	if v := os.Getenv("DRILL_VALIDATE"); v != "" {
+		return v
+	}
+	return drill.ValidateLibpq
+}
+
 func hosts(sbx *patronisbx.Sandbox) []string {
 	var h []string
 	for _, n := range sbx.Nodes {
@@ -166,7 +176,7 @@ func runOnce(t *testing.T, sbx *patronisbx.Sandbox, sc scenario, stack, dsn stri
 	var started time.Time
 	mark := make(chan struct{})
 	go func() {
-		r, err := drill.Run(context.Background(), drill.Config{DSN: dsn, Duration: sc.duration, Table: table,
+		r, err := drill.Run(context.Background(), drill.Config{DSN: dsn, Duration: sc.duration, Table: table, Validate: validateMode(),
 			Mark: func(at time.Time) { started = at; close(mark) }}, nil)
 		done <- res{r, err}
 	}()
@@ -195,7 +205,7 @@ func runOnce(t *testing.T, sbx *patronisbx.Sandbox, sc scenario, stack, dsn stri
 		GapS: rep.Summary.WriteGap.Seconds(), FirstAckS: (np.FirstOnNew - actionAt).Seconds(),
 		Events: rep.Summary.Events, Acked: rep.Summary.Outcomes[drill.Acknowledged], Rejected: rep.Summary.Outcomes[drill.Rejected],
 		Unknown: rep.Summary.Outcomes[drill.Unknown], UnknownCommitted: rc.UnknownCommitted, Violations: rc.Violations(),
-		Failures: rep.Summary.Failures, Load1: strings.Fields(string(load))[0]}
+		Failures: rep.Summary.Failures, Validate: validateMode(), Load1: strings.Fields(string(load))[0]}
 }
 
 // rows counts the drill table's rows on node as the superuser (unix socket).
