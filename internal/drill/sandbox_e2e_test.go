@@ -28,7 +28,8 @@ import (
 // The drill against the real 3-node Patroni sandbox (make drill). Knobs:
 // DRILL_RUNS (runs per stack of the switchover, default 5),
 // DRILL_UNPLANNED_RUNS (runs per stack of each unplanned case, default 2),
-// DRILL_SCENARIOS (comma list, default all), DRILL_VALIDATE (libpq or show), DRILL_OUT (JSON lines of the
+// DRILL_SCENARIOS (comma list, default all), DRILL_VALIDATE (libpq or show),
+// DRILL_DOORMAN_FALLBACK=1 (pg_doorman's Patroni fallback on), DRILL_OUT (JSON lines of the
 // results, default /tmp/doorman-drill-results.jsonl).
 
 // doormanPort is the port of the pg_doorman beside each node (127.0.1.N).
@@ -74,6 +75,7 @@ type result struct {
 	Violations       int             `json:"violations"`
 	Failures         []drill.Failure `json:"failures"`
 	Validate         string          `json:"validate"`
+	Fallback         bool            `json:"doorman_fallback"`
 	Load1            string          `json:"loadavg_1m"`
 }
 
@@ -205,7 +207,7 @@ func runOnce(t *testing.T, sbx *patronisbx.Sandbox, sc scenario, stack, dsn stri
 		GapS: rep.Summary.WriteGap.Seconds(), FirstAckS: (np.FirstOnNew - actionAt).Seconds(),
 		Events: rep.Summary.Events, Acked: rep.Summary.Outcomes[drill.Acknowledged], Rejected: rep.Summary.Outcomes[drill.Rejected],
 		Unknown: rep.Summary.Outcomes[drill.Unknown], UnknownCommitted: rc.UnknownCommitted, Violations: rc.Violations(),
-		Failures: rep.Summary.Failures, Validate: validateMode(), Load1: strings.Fields(string(load))[0]}
+		Failures: rep.Summary.Failures, Validate: validateMode(), Fallback: os.Getenv("DRILL_DOORMAN_FALLBACK") == "1", Load1: strings.Fields(string(load))[0]}
 }
 
 // rows counts the drill table's rows on node as the superuser (unix socket).
@@ -239,6 +241,22 @@ func killPatroni(t *testing.T, node patronisbx.Node) {
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 }
 
+// fallbackConf turns on pg_doorman's Patroni fallback when
+// DRILL_DOORMAN_FALLBACK=1 (default off). Behind patroni_proxy it only
+// hurts writes: a leader's pg_doorman whose local server is down falls back
+// to a replica (seed 002 order: sync_standby, replica, others) and stays
+// there for fallback_cooldown (30 s) even after Patroni restarted the
+// server in place, so writes through the proxy do not resume until then.
+func fallbackConf(sbx *patronisbx.Sandbox) string {
+	if os.Getenv("DRILL_DOORMAN_FALLBACK") != "1" {
+		return ""
+	}
+	return fmt.Sprintf(`
+  patroni_api_urls: ["%s"]
+  patroni_api_timeout: 1s
+  fallback_connect_timeout: 1s`, strings.Join(sbx.APIURLs(), `", "`))
+}
+
 func startDoorman(t *testing.T, sbx *patronisbx.Sandbox, node patronisbx.Node, verifier string) *apptest.Instance {
 	t.Helper()
 	return apptest.Start(t, fmt.Sprintf(`general:
@@ -247,10 +265,7 @@ func startDoorman(t *testing.T, sbx *patronisbx.Sandbox, node patronisbx.Node, v
   unix_socket_dir: "{{DIR}}"
   admin_username: admin
   admin_password: admin-secret
-  query_wait_timeout: 10s
-  patroni_api_urls: ["%s"]
-  patroni_api_timeout: 1s
-  fallback_connect_timeout: 1s
+  query_wait_timeout: 10s%s
 pools:
   app:
     server_host: "%s"
@@ -259,7 +274,7 @@ pools:
       - username: app
         password: '%s'
         pool_size: 8
-`, node.Host, doormanPort, strings.Join(sbx.APIURLs(), `", "`), node.SocketDir, node.Port, verifier))
+`, node.Host, doormanPort, fallbackConf(sbx), node.SocketDir, node.Port, verifier))
 }
 
 // startProxy runs patroni_proxy with its defaults (3 s poll) and a master
