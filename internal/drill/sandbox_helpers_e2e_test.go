@@ -49,25 +49,32 @@ func appVerifier(t *testing.T, sbx *patronisbx.Sandbox) string {
 func summaryTable(all []result) string {
 	type key struct{ sc, st string }
 	var order []key
-	gaps, firsts, rejected := map[key][]float64{}, map[key][]float64{}, map[key]int{}
+	gaps, firsts, rejected, missing := map[key][]float64{}, map[key][]float64{}, map[key]int{}, map[key]int{}
 	for _, r := range all {
 		k := key{r.Scenario, r.Stack}
 		if _, ok := gaps[k]; !ok {
 			order = append(order, k)
 		}
 		gaps[k] = append(gaps[k], r.GapS)
-		firsts[k] = append(firsts[k], r.FirstAckS)
+		if r.FirstAckS >= 0 { // -1: writes never resumed in the run
+			firsts[k] = append(firsts[k], r.FirstAckS)
+		}
 		rejected[k] += r.Rejected
+		missing[k] += r.AckMissing
 	}
 	var b strings.Builder
-	b.WriteString("| scenario | stack | runs | write gap min / median / max, s | first ack on new after action min / median / max, s | rejected |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| scenario | stack | runs | write gap min / median / max, s | first ack on new after action min / median / max, s | rejected | acknowledged missing |\n|---|---|---|---|---|---|---|\n")
 	for _, k := range order {
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %d |\n", k.sc, k.st, len(gaps[k]), mmm(gaps[k]), mmm(firsts[k]), rejected[k])
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s (%d runs) | %d | %d |\n", k.sc, k.st, len(gaps[k]), mmm(gaps[k]),
+			mmm(firsts[k]), len(firsts[k]), rejected[k], missing[k])
 	}
 	return b.String()
 }
 
 func mmm(v []float64) string {
+	if len(v) == 0 {
+		return "n/a"
+	}
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
 	med := s[len(s)/2]
