@@ -19,7 +19,12 @@ type Reconciliation struct {
 	FailedCommitted int `json:"failed_committed"`
 	// Foreign: stored tokens this run never issued.
 	Foreign int `json:"foreign"`
+	// MissingTokens names the first maxListed acknowledged-missing tokens,
+	// so that their events (server, time) can be looked up.
+	MissingTokens []string `json:"missing_tokens,omitempty"`
 }
+
+const maxListed = 100
 
 // Violations is the number of findings that must be zero in a correct
 // stack: acknowledged writes lost, duplicates, unknowns left unresolved,
@@ -61,6 +66,9 @@ func Reconcile(events []Event, stored map[string]int, lookupErr error) Reconcili
 		case Acknowledged:
 			if n == 0 {
 				r.AckMissing++
+				if len(r.MissingTokens) < maxListed {
+					r.MissingTokens = append(r.MissingTokens, e.Token)
+				}
 			}
 		case Unknown:
 			if n == 0 {
