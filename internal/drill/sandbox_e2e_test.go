@@ -30,7 +30,8 @@ import (
 // DRILL_RUNS (runs per stack of the switchover, default 5),
 // DRILL_UNPLANNED_RUNS (runs per stack of each unplanned case, default 2),
 // DRILL_SCENARIOS (comma list, default all), DRILL_VALIDATE (libpq or show),
-// DRILL_DOORMAN_FALLBACK=1 (pg_doorman's Patroni fallback on), DRILL_OUT (JSON lines of the
+// DRILL_DOORMAN_FALLBACK=1 (pg_doorman's Patroni fallback on), DRILL_SYNC=1
+// (Patroni synchronous_mode on for each run; up.sh turns it off again), DRILL_OUT (JSON lines of the
 // results, default /tmp/doorman-drill-results.jsonl), DRILL_REPORTS (folder
 // of every run's full report, default /tmp/doorman-drill-reports).
 
@@ -78,6 +79,7 @@ type result struct {
 	Violations       int             `json:"violations"`
 	Failures         []drill.Failure `json:"failures"`
 	Validate         string          `json:"validate"`
+	Sync             bool            `json:"synchronous_mode"`
 	Fallback         bool            `json:"doorman_fallback"`
 	Load1            string          `json:"loadavg_1m"`
 }
@@ -165,6 +167,9 @@ func hosts(sbx *patronisbx.Sandbox) []string {
 func runOnce(t *testing.T, sbx *patronisbx.Sandbox, sc scenario, stack, dsn string, run int) result {
 	t.Helper()
 	sbx.WaitHealthy(t)
+	if os.Getenv("DRILL_SYNC") == "1" {
+		syncMode(t, sbx)
+	}
 	leader := sbx.Leader(t)
 	var candidate patronisbx.Node
 	for i, n := range sbx.Nodes {
@@ -210,7 +215,7 @@ func runOnce(t *testing.T, sbx *patronisbx.Sandbox, sc scenario, stack, dsn stri
 		Events: rep.Summary.Events, Acked: rep.Summary.Outcomes[drill.Acknowledged], Rejected: rep.Summary.Outcomes[drill.Rejected],
 		Unknown: rep.Summary.Outcomes[drill.Unknown], UnknownCommitted: rc.UnknownCommitted, AckMissing: rc.AckMissing,
 		Violations: rc.Violations(), Failures: rep.Summary.Failures, Validate: validateMode(),
-		Fallback: os.Getenv("DRILL_DOORMAN_FALLBACK") == "1", Load1: strings.Fields(string(load))[0]}
+		Fallback: os.Getenv("DRILL_DOORMAN_FALLBACK") == "1", Sync: os.Getenv("DRILL_SYNC") == "1", Load1: strings.Fields(string(load))[0]}
 	if np := rep.Summary.NewPrimary; assert.NotNil(t, np, "writes resumed on a new postmaster within %s: %+v", sc.duration, rep.Summary.Servers) {
 		r.From, r.To, r.FirstAckS = np.From, np.To, (np.FirstOnNew - actionAt).Seconds()
 	}

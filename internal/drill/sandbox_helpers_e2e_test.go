@@ -3,6 +3,7 @@ package drill_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/doorman-go/doorman/internal/patroni"
 	"github.com/doorman-go/doorman/internal/pgtest/patronisbx"
 )
 
@@ -41,6 +43,34 @@ func appVerifier(t *testing.T, sbx *patronisbx.Sandbox) string {
 		}, 30*time.Second, 50*time.Millisecond, "%s replays the password of app", n.Name)
 	}
 	return want
+}
+
+// syncMode turns Patroni's synchronous_mode on (PATCH /config on the
+// leader) and waits until /cluster lists a sync_standby. WaitHealthy (up.sh
+// with SYNC=0) turns it off again before the next run.
+func syncMode(t *testing.T, sbx *patronisbx.Sandbox) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPatch, sbx.Leader(t).APIURL+"/config", strings.NewReader(`{"synchronous_mode": true}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "PATCH /config synchronous_mode")
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		cl, err := sbx.FetchCluster(ctx)
+		if err != nil {
+			return false
+		}
+		for _, m := range cl.Members {
+			if m.Role == patroni.RoleSyncStandby && m.Serving() {
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 100*time.Millisecond, "a sync_standby appears")
 }
 
 // summaryTable is min / median / max of the write gap and of the first
