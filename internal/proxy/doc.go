@@ -24,7 +24,9 @@
 // (PostgreSQL closing sessions as it demotes), is a Trigger. The cluster then
 // fetches /cluster at once and keeps re-polling every 250 ms until three
 // answers in a row show the same members, roles and states with no new
-// trigger in between. Extra load on Patroni is bounded by rate, not by the
+// trigger in between and a single confirmed leader (without one, for at
+// most 30 s after the last trigger: a leader restarting in place brings no
+// traffic while the write port refuses). Extra load on Patroni is bounded by rate, not by the
 // number of failing clients: at most one extra GET /cluster per 250 ms per
 // cluster (patroni_proxy_fast_refreshes_total), plus the new leader's
 // /patroni at the existing 100 ms recheck until it is confirmed.

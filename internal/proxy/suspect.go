@@ -28,12 +28,17 @@ const (
 // Fast re-polling after a trigger. The extra load on Patroni is bounded by
 // the rate, whatever the number of failing connections: at most one extra
 // GET /cluster (plus the new leader's GET /patroni until it is confirmed,
-// at leaderRecheck) per fastPoll per cluster, and it stops once the
-// topology has been the same for fastStable consecutive answers with no
-// new trigger in between.
+// at leaderRecheck) per fastPoll per cluster. It stops once the topology
+// has been the same for fastStable consecutive answers with no new trigger
+// in between and has a single confirmed leader again; without one (a
+// leader restarting in place, which no client traffic reaches while the
+// write port refuses) it goes on for at most fastLeaderless after the last
+// trigger (Patroni's default ttl: by then a failover has happened or an
+// operator must look).
 const (
-	fastPoll   = 250 * time.Millisecond
-	fastStable = 3
+	fastPoll       = 250 * time.Millisecond
+	fastStable     = 3
+	fastLeaderless = 30 * time.Second
 )
 
 // suspect records a trigger for cluster c; it never blocks. The cluster's
@@ -48,12 +53,13 @@ func (c *cluster) suspect(t Trigger) {
 
 // fastPolling is the loop's fast re-poll state; owned by the loop goroutine.
 type fastPolling struct {
-	ticker   patroni.Ticker
-	last     time.Time // last extra fetch
-	lastSig  string
-	stable   int
-	started  time.Time
-	triggers int
+	ticker      patroni.Ticker
+	last        time.Time // last extra fetch
+	lastSig     string
+	stable      int
+	started     time.Time
+	lastTrigger time.Time
+	triggers    int
 }
 
 func (f *fastPolling) C() <-chan time.Time {
@@ -74,7 +80,7 @@ func (f *fastPolling) stop() {
 // extra fetch happened less than fastPoll ago.
 func (c *cluster) onTrigger(ctx context.Context, r *watchRun, f *fastPolling, t Trigger) {
 	now := c.env.clock.Now()
-	f.stable, f.triggers = 0, f.triggers+1
+	f.stable, f.triggers, f.lastTrigger = 0, f.triggers+1, now
 	if f.ticker == nil {
 		f.ticker, f.started, f.triggers = c.env.clock.NewTicker(fastPoll), now, 1
 		c.env.metrics.FastPolling.WithLabelValues(c.name).Set(1)
@@ -101,7 +107,8 @@ func (c *cluster) fastFetch(ctx context.Context, r *watchRun, f *fastPolling, no
 	_, _ = r.watcher.Refresh(ctx) // a failure is counted and logged by the watcher's error handler
 }
 
-// onUpdate ends fast polling once top has looked the same fastStable times.
+// onUpdate ends fast polling once top has looked the same fastStable times
+// with a confirmed leader (or fastLeaderless after the last trigger).
 func (c *cluster) onUpdate(f *fastPolling, top *patroni.Topology) {
 	if f.ticker == nil {
 		return
@@ -113,6 +120,12 @@ func (c *cluster) onUpdate(f *fastPolling, top *patroni.Topology) {
 		f.lastSig, f.stable = sig, 0
 	}
 	if f.stable+1 < fastStable {
+		return
+	}
+	c.mu.Lock()
+	leaderOK := c.leaderOK
+	c.mu.Unlock()
+	if !leaderOK && c.env.clock.Now().Sub(f.lastTrigger) < fastLeaderless {
 		return
 	}
 	f.stop()

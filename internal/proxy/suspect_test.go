@@ -145,3 +145,30 @@ func TestFastRefreshIsRateBounded(t *testing.T) {
 	require.LessOrEqual(t, float64(h.patroni.Requests()-before), bound, "GET /cluster in %s", elapsed)
 	require.Positive(t, h.fastRefreshes())
 }
+
+// TestFastPollingOutlastsRestartInPlace: a leader restarting in place
+// (state starting) makes the write port refuse, so no client traffic can
+// bring new evidence; fast polling goes on while there is no confirmed
+// leader, and the port opens as soon as Patroni says running again, with
+// the hourly poll nowhere near.
+func TestFastPollingOutlastsRestartInPlace(t *testing.T) {
+	t.Parallel()
+	n1 := newEcho(t, "node1")
+	h := newHarness(t, ports("master", roles(leader)), n1.member(patroni.RoleLeader))
+	require.Equal(t, []string{"node1"}, h.eligible("master"))
+	starting := n1.member(patroni.RoleLeader)
+	starting.State = patroni.StateStarting
+	h.setMembers(starting)
+	h.proxy.env.suspect("c", TriggerServerClosed)
+	require.Eventually(t, func() bool { return len(h.eligible("master")) == 0 }, waitFor, 5*time.Millisecond)
+	polls := h.fastRefreshes()
+	require.Eventually(t, func() bool { return h.fastRefreshes() >= polls+2*fastStable }, waitFor, 10*time.Millisecond,
+		"re-polling goes on past %d equal answers while there is no serving leader", fastStable)
+	require.Equal(t, 1.0, h.fastPolling())
+	h.setMembers(n1.member(patroni.RoleLeader))
+	require.Eventually(t, func() bool {
+		e := h.eligible("master")
+		return len(e) == 1 && e[0] == "node1"
+	}, waitFor, 5*time.Millisecond, "the port opens on the next fast poll")
+	require.Eventually(t, func() bool { return h.fastPolling() == 0 }, waitFor, 10*time.Millisecond)
+}
