@@ -14,10 +14,12 @@
 // tables: Classify (outcome of one attempt), Backoff (the delay formula
 // d_n = min(d_max, d_0·2^n)·J), Reconcile and Summarize.
 //
-// Outcomes are conservative: an error before the INSERT left the client is
-// "not sent"; a statement-level ERROR from the server is "rejected"; any
-// other error after the INSERT was (possibly) sent, including a FATAL, is
-// "unknown" and only the reconciliation says whether it committed.
+// Outcomes are conservative: a failed connect is "not sent"; a
+// statement-level ERROR from the server is "rejected"; any other error once
+// the INSERT was handed to the connection, including a FATAL and an error
+// pgconn calls safe to retry (one such token was found committed after a
+// node loss), is "unknown" and only the reconciliation says whether it
+// committed.
 //
 // Run creates one table with a random name, writes only to it and drops it
 // at the end (Config.KeepTable keeps it). Tokens carry no uniqueness

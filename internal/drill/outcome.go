@@ -19,9 +19,8 @@ type Outcome string
 const (
 	// Acknowledged: the INSERT's result reached the client; it committed.
 	Acknowledged Outcome = "acknowledged"
-	// NotSent: the attempt failed before any byte of the INSERT left the
-	// client (connect, authentication, target_session_attrs, or a write
-	// that pgconn reports as safe to retry).
+	// NotSent: the attempt failed before the INSERT was handed to the
+	// connection (connect, authentication, target_session_attrs).
 	NotSent Outcome = "not_sent"
 	// Rejected: the server answered the INSERT with a statement-level
 	// ERROR (e.g. 25006 read-only transaction): autocommit rolled it back.
@@ -55,7 +54,9 @@ func Classify(phase Phase, err error) (Outcome, Phase, string, string) {
 		return NotSent, PhaseConnect, cat, code
 	}
 	if pgconn.SafeToRetry(err) {
-		return NotSent, PhaseSend, cat, code
+		// pgconn says nothing reached the wire, but in a node-loss drill a
+		// token so classified was found committed: not trusted.
+		return Unknown, PhaseSend, cat, code
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && severity(pe) == "ERROR" {

@@ -48,7 +48,7 @@ func TestClassify(t *testing.T) {
 		{"multi-host first sqlstate", PhaseConnect, errors.Join(refused("a"), pgErr("FATAL", "57P01"), pgErr("FATAL", "57P03")),
 			NotSent, PhaseConnect, "refused+sqlstate_57P01+sqlstate_57P03", "57P01"},
 		{"connect timeout", PhaseConnect, fmt.Errorf("dial: %w", context.DeadlineExceeded), NotSent, PhaseConnect, "timeout", ""},
-		{"write never left", PhaseWait, notSentErr{fmt.Errorf("write: %w", syscall.EPIPE)}, NotSent, PhaseSend, "closed", ""},
+		{"driver says safe to retry: still unknown", PhaseWait, notSentErr{fmt.Errorf("write: %w", syscall.EPIPE)}, Unknown, PhaseSend, "closed", ""},
 		{"read-only transaction", PhaseWait, pgErr("ERROR", "25006"), Rejected, PhaseWait, "sqlstate_25006", "25006"},
 		{"localized severity", PhaseWait, &pgconn.PgError{Severity: "ERREUR", SeverityUnlocalized: "ERROR", Code: "25006"},
 			Rejected, PhaseWait, "sqlstate_25006", "25006"},
