@@ -42,7 +42,10 @@ func TestConnectFailureRefreshesAtOnce(t *testing.T) {
 	t.Parallel()
 	n1, n2 := newEcho(t, "node1"), newEcho(t, "node2")
 	h := newHarness(t, ports("master", roles(leader)), n1.member(patroni.RoleLeader), n2.member(patroni.RoleReplica))
-	require.Equal(t, "node1", connect(t, h.addr("master")).backend)
+	c := connect(t, h.addr("master"))
+	require.Equal(t, "node1", c.backend)
+	require.NoError(t, c.conn.Close())
+	h.backendCounts("master", 0) // no open connection whose close could trigger first
 	before := h.fastRefreshes()
 
 	h.setMembers(n1.member(patroni.RoleReplica), n2.member(patroni.RoleLeader)) // not applied: no poll for an hour
@@ -56,6 +59,7 @@ func TestConnectFailureRefreshesAtOnce(t *testing.T) {
 		require.ErrorIs(t, err, errRefused)
 	}
 	require.Positive(t, h.suspicions(TriggerConnectFailed))
+	require.Zero(t, h.suspicions(TriggerServerClosed))
 	require.Eventually(t, func() bool {
 		c, err := tryConnect(h.addr("master"))
 		if err != nil {
