@@ -6,6 +6,7 @@
 //	    [--max-lag 16MB] [proxy_addr proxy_port server_addr server_port]
 //	pgrole_check serve --listen 127.0.0.1:8010 [connection flags]
 //	pgrole_check haproxy-config [flags]
+//	pgrole_check drill --dsn DSN [--workers 6] [--duration 24s] [--json F]
 //
 // check: HAProxy's external-check arguments (or HAPROXY_SERVER_ADDR/PORT)
 // name the server; the password comes from --password-file, --password or
@@ -22,6 +23,11 @@
 // packet in hex, httpchk against serve, or external-check) with the
 // nbsrv(...) eq 1 guard on the write port; --print-wrapper prints the
 // external-check wrapper script instead.
+//
+// drill: writes through --dsn with fresh connections while an operator
+// rehearses a failover, then reconciles against the primary
+// (internal/drill, docs/failover.md). Exit codes: 0 no violation, 1
+// acknowledged writes missing, duplicates or unreconciled outcomes, 2 error.
 package main
 
 import (
@@ -38,7 +44,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(checkCommand(&code), serveCommand(&code), haproxyConfigCommand(&code))
+	root.AddCommand(checkCommand(&code), serveCommand(&code), haproxyConfigCommand(&code), drillCommand(&code))
 	if err := root.Execute(); err != nil {
 		os.Stderr.WriteString("pgrole_check: " + err.Error() + "\n")
 		os.Exit(2)

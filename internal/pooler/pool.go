@@ -155,14 +155,20 @@ var ErrWaitTimeout = errors.New("query_wait_timeout")
 // Release returns a clean connection; Destroy drops a broken one.
 func (p *Pool) Release(c *Conn) {
 	if c.Value.Broken {
-		p.conns.Destroy(c)
+		p.Destroy(c)
 		return
 	}
 	p.conns.Release(c)
 }
 
-// Destroy closes a connection that must not be reused.
-func (p *Pool) Destroy(c *Conn) { p.conns.Destroy(c) }
+// Destroy closes a connection that must not be reused. It is also a sign
+// that the server may have changed (a shutdown for a demotion ends every
+// session), so the next login reads the ParameterStatus set from a server
+// again instead of trusting the cached one for the rest of its TTL.
+func (p *Pool) Destroy(c *Conn) {
+	p.conns.Destroy(c)
+	p.ExpireServerParams()
+}
 
 // SetClientKey stores the SCRAM ClientKey recovered from a client's proof,
 // which passthrough needs to open server connections.
@@ -178,7 +184,8 @@ func (p *Pool) SetClientKey(key []byte) {
 const serverParamsTTL = time.Second
 
 // ServerParams returns a copy of the ParameterStatus set of the server. A
-// set older than serverParamsTTL is refreshed from a real connection
+// failed server connect or a destroyed connection expires the set at once;
+// a set older than serverParamsTTL is refreshed from a real connection
 // (whose liveness check also drops connections the server has since
 // changed under us) after an empty statement on it: PostgreSQL reports a
 // changed in_hot_standby (promotion in place) to an existing connection
@@ -187,6 +194,8 @@ const serverParamsTTL = time.Second
 // One refresh runs at a time: logins that find the set stale while a
 // refresh is in flight wait for it (a login storm must not check out a
 // server connection per login), and then take what it left, stale or not.
+// A refresh that fails hands out the stale set without in_hot_standby and
+// default_transaction_read_only, so that libpq asks the server.
 func (p *Pool) ServerParams(ctx context.Context) (map[string]string, error) {
 	for {
 		p.mu.Lock()
@@ -206,15 +215,18 @@ func (p *Pool) ServerParams(ctx context.Context) (map[string]string, error) {
 		case <-inflight:
 		case <-ctx.Done():
 			if sp != nil {
-				return copyParams(sp), nil
+				return withoutRoleParams(sp), nil
 			}
 			return nil, fmt.Errorf("wait for server parameters: %w", ctx.Err())
 		}
 		p.mu.Lock()
-		sp = p.serverParams
+		sp, at = p.serverParams, p.serverParamsAt
 		p.mu.Unlock()
-		if sp != nil {
+		switch {
+		case sp != nil && time.Since(at) < serverParamsTTL:
 			return copyParams(sp), nil
+		case sp != nil: // the refresh failed: the role is unknown
+			return withoutRoleParams(sp), nil
 		}
 		// The refresh failed and there is no set at all: try ourselves.
 	}
@@ -246,7 +258,7 @@ func (p *Pool) refreshServerParams(ctx context.Context, stale map[string]string,
 	}
 	if err != nil {
 		if stale != nil {
-			return copyParams(stale), nil
+			return withoutRoleParams(stale), nil
 		}
 		return nil, err
 	}
@@ -256,6 +268,22 @@ func (p *Pool) refreshServerParams(ctx context.Context, stale map[string]string,
 	p.serverParams, p.serverParamsAt = copyParams(params), time.Now()
 	p.mu.Unlock()
 	return params, nil
+}
+
+// roleParams say what kind of server a client is on; libpq 14+ decides
+// target_session_attrs from them alone when both are reported.
+var roleParams = [...]string{"in_hot_standby", "default_transaction_read_only"}
+
+// withoutRoleParams is stale minus roleParams: after a failed refresh the
+// server's role is unknown (it may be restarting as a standby), and a
+// client that is not told asks the server itself (SHOW
+// transaction_read_only) instead of trusting the old answer.
+func withoutRoleParams(stale map[string]string) map[string]string {
+	out := copyParams(stale)
+	for _, k := range roleParams {
+		delete(out, k)
+	}
+	return out
 }
 
 func copyParams(m map[string]string) map[string]string {
@@ -276,6 +304,7 @@ func (p *Pool) connect(ctx context.Context) (*backend.Conn, error) {
 	if err != nil {
 		p.Stats.ConnectErrors.Add(1)
 		p.logTLSFailure(err)
+		p.ExpireServerParams() // the server is away: its role may change
 		return nil, err
 	}
 	c.Prepared = prepared.NewServerSet(s.General.PreparedStatementsCacheSize)

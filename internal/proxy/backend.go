@@ -188,6 +188,13 @@ func sortStats(s []BackendStat) {
 	slices.SortFunc(s, func(a, b BackendStat) int { return strings.Compare(a.Addr, b.Addr) })
 }
 
+// roleOf reads a backend's Patroni role (see memberOf).
+func (s *portState) roleOf(b *backend) patroni.Role {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return b.role
+}
+
 // memberOf reads a backend's member name, which a topology update may
 // rewrite while a connection is being set up.
 func (s *portState) memberOf(b *backend) string {

@@ -44,6 +44,9 @@ type watchRun struct {
 type cluster struct {
 	name string
 	env  *env
+	// suspects carries triggers from connection goroutines to the loop;
+	// buffered (1) so that suspect never blocks. Made by newCluster.
+	suspects chan Trigger
 
 	mu         sync.Mutex // guards everything below
 	run        *watchRun
@@ -59,6 +62,10 @@ type cluster struct {
 	// doubted is the leader last found unconfirmed, and since when.
 	doubted      string
 	doubtedSince time.Time
+}
+
+func newCluster(e *env, name string) *cluster {
+	return &cluster{name: name, env: e, suspects: make(chan Trigger, 1)}
 }
 
 // leaderRecheck is how often an unconfirmed leader's own API is asked again.
@@ -122,6 +129,8 @@ func (c *cluster) loop(ctx context.Context, r *watchRun) {
 		}
 	}
 	defer stopRecheck()
+	var fast fastPolling
+	defer fast.stop()
 	setRecheck := func(pending bool) {
 		switch {
 		case pending && recheck == nil:
@@ -137,6 +146,11 @@ func (c *cluster) loop(ctx context.Context, r *watchRun) {
 			return
 		case top := <-r.watcher.Updates():
 			setRecheck(c.applyConfirmed(ctx, r, top))
+			c.onUpdate(&fast, top)
+		case trig := <-c.suspects:
+			c.onTrigger(ctx, r, &fast, trig)
+		case <-fast.C():
+			c.onFastTick(ctx, r, &fast)
 		case <-recheckC:
 			top := c.latest(r)
 			if top == nil {

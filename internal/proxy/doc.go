@@ -19,6 +19,18 @@
 // Bytes are copied with io.Copy between *net.TCPConn (splice on Linux), both
 // directions awaited, EOF passed on as a half-close.
 //
+// Convergence on the proxy's own evidence: a failed connect to the
+// leader's backend, or a connection to it whose server side ends first
+// (PostgreSQL closing sessions as it demotes), is a Trigger. The cluster then
+// fetches /cluster at once and keeps re-polling every 250 ms until three
+// answers in a row show the same members, roles and states with no new
+// trigger in between and a single confirmed leader (without one, for at
+// most 30 s after the last trigger: a leader restarting in place brings no
+// traffic while the write port refuses). Extra load on Patroni is bounded by rate, not by the
+// number of failing clients: at most one extra GET /cluster per 250 ms per
+// cluster (patroni_proxy_fast_refreshes_total), plus the new leader's
+// /patroni at the existing 100 ms recheck until it is confirmed.
+//
 // Staleness: when every Patroni URL fails, the last topology is trusted for
 // max_topology_age (default max(30 s, 3 intervals): Patroni's default ttl,
 // after which a leader that cannot renew its lock has demoted itself). Past

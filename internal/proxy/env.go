@@ -16,6 +16,8 @@ type env struct {
 	metrics  *Metrics
 	clock    patroni.Clock
 	settings atomic.Pointer[settings]
+	// suspect passes a trigger to the named cluster; set once by New.
+	suspect func(cluster string, t Trigger)
 }
 
 type settings struct {

@@ -19,6 +19,9 @@ type Metrics struct {
 	Members           *prometheus.GaugeVec   // cluster, role, state
 	Leaders           *prometheus.GaugeVec   // cluster
 	LeaderChecks      *prometheus.CounterVec // cluster, result
+	Suspicions        *prometheus.CounterVec // cluster, trigger
+	FastRefreshes     *prometheus.CounterVec // cluster
+	FastPolling       *prometheus.GaugeVec   // cluster
 	TopologyAge       *prometheus.GaugeVec   // cluster
 	TopologyStale     *prometheus.GaugeVec   // cluster
 	ReloadSuccessful  prometheus.Gauge
@@ -51,6 +54,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Members:           gv("members", "Members in the last topology, by Patroni role and state.", "cluster", "role", "state"),
 		Leaders:           gv("leaders", "Members with role leader in the last topology (1 is the only healthy value).", "cluster"),
 		LeaderChecks:      cv("leader_checks_total", "Asks to a new leader's own /patroni whether it left recovery, by result (promoted, in_recovery, error).", "cluster", "result"),
+		Suspicions:        cv("leader_suspicions_total", "Evidence from the proxy's own traffic that the leader may have changed, by trigger (connect_failed, server_closed).", "cluster", "trigger"),
+		FastRefreshes:     cv("fast_refreshes_total", "Extra GET /cluster made because of that evidence (at most one per 250 ms per cluster).", "cluster"),
+		FastPolling:       gv("fast_polling", "1 while the cluster is re-polled fast after such evidence, until its topology is stable.", "cluster"),
 		TopologyAge:       gv("topology_age_seconds", "Age of the last applied topology.", "cluster"),
 		TopologyStale:     gv("topology_stale", "1 while the topology is older than max_topology_age (new connections refused).", "cluster"),
 		ReloadSuccessful:  prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "config_last_reload_successful", Help: "Whether the last configuration reload succeeded."}),

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/doorman-go/doorman/internal/patroni"
 )
 
 // port is one listening address of one cluster. Its spec is swapped by
@@ -97,6 +99,9 @@ func (p *port) handle(client *net.TCPConn) {
 			}
 		}
 		if err != nil {
+			if p.state.roleOf(b) == patroni.RoleLeader {
+				p.env.suspect(spec.Cluster, TriggerConnectFailed)
+			}
 			p.state.release(b)
 			m.ConnectErrors.WithLabelValues(spec.Cluster, spec.Name, b.addr).Inc()
 			p.env.log.Warn("backend connect failed, trying the next one",
@@ -119,7 +124,11 @@ func (p *port) run(spec PortSpec, client, server *net.TCPConn, b *backend) {
 	g.Inc()
 	m.ConnectionsTotal.WithLabelValues(spec.Cluster, spec.Name, b.addr).Inc()
 	start := time.Now()
-	wasCut := forward(client, server, b.cut)
+	wasCut := forward(client, server, b.cut, func() {
+		if p.state.roleOf(b) == patroni.RoleLeader {
+			p.env.suspect(spec.Cluster, TriggerServerClosed)
+		}
+	})
 	g.Dec()
 	p.state.release(b)
 	if wasCut {

@@ -57,9 +57,21 @@ func New(cfg *proxyconfig.Config, opts Options) *Proxy {
 	}
 	e := &env{log: opts.Logger, metrics: NewMetrics(opts.Registry), clock: opts.Clock}
 	e.settings.Store(&settings{maxAge: cfg.MaxTopologyAge, connectTimeout: cfg.ConnectTimeout})
-	return &Proxy{
+	p := &Proxy{
 		env: e, registry: opts.Registry, cfg: cfg,
 		clusters: map[string]*cluster{}, ports: map[portKey]*port{},
+	}
+	e.suspect = p.suspect
+	return p
+}
+
+// suspect hands a trigger to the cluster of that name, if it still exists.
+func (p *Proxy) suspect(name string, t Trigger) {
+	p.mu.Lock()
+	c := p.clusters[name]
+	p.mu.Unlock()
+	if c != nil {
+		c.suspect(t)
 	}
 }
 

@@ -125,7 +125,7 @@ func (p *Proxy) commit(ch *change) error {
 	for name, r := range ch.newRuns {
 		c := p.clusters[name]
 		if c == nil {
-			c = &cluster{name: name, env: p.env}
+			c = newCluster(p.env, name)
 			p.clusters[name] = c
 		} else {
 			stopRun(c.run)

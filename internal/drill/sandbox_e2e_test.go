@@ -1,0 +1,324 @@
+package drill_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/doorman-go/doorman/internal/app/apptest"
+	"github.com/doorman-go/doorman/internal/drill"
+	"github.com/doorman-go/doorman/internal/pgtest/patronisbx"
+	"github.com/doorman-go/doorman/internal/proxy"
+	"github.com/doorman-go/doorman/internal/proxyconfig"
+)
+
+// The drill against the real 3-node Patroni sandbox (make drill). Knobs:
+// DRILL_RUNS (runs per stack of the switchover, default 5),
+// DRILL_UNPLANNED_RUNS (runs per stack of each unplanned case, default 2),
+// DRILL_SCENARIOS (comma list, default all), DRILL_VALIDATE (libpq or show),
+// DRILL_DOORMAN_FALLBACK=1 (pg_doorman's Patroni fallback on), DRILL_SYNC=1
+// (Patroni synchronous_mode on for each run; up.sh turns it off again), DRILL_OUT (JSON lines of the
+// results, default /tmp/doorman-drill-results.jsonl), DRILL_REPORTS (folder
+// of every run's full report, default /tmp/doorman-drill-reports).
+
+// doormanPort is the port of the pg_doorman beside each node (127.0.1.N).
+const doormanPort = 26432
+
+type scenario struct {
+	name     string
+	duration time.Duration // how long the workers write
+	act      func(t *testing.T, sbx *patronisbx.Sandbox, leader, candidate patronisbx.Node)
+}
+
+var scenarios = []scenario{
+	{"switchover", 14 * time.Second, func(t *testing.T, sbx *patronisbx.Sandbox, _, c patronisbx.Node) {
+		sbx.Pctl(t, "switchover", "--candidate", c.Name, "--force")
+	}},
+	// With the default primary_start_timeout Patroni restarts the
+	// postmaster in place (sandbox README, pitfall 4).
+	{"kill_postmaster", 26 * time.Second, func(t *testing.T, sbx *patronisbx.Sandbox, l, _ patronisbx.Node) {
+		sbx.KillPostmaster(t, l)
+	}},
+	{"node_loss", 26 * time.Second, func(t *testing.T, sbx *patronisbx.Sandbox, l, _ patronisbx.Node) {
+		killPatroni(t, l)
+		sbx.KillPostmaster(t, l)
+	}},
+	{"restart", 18 * time.Second, func(t *testing.T, sbx *patronisbx.Sandbox, l, _ patronisbx.Node) {
+		sbx.Pctl(t, "restart", "pgsandbox", l.Name, "--force")
+	}},
+}
+
+type result struct {
+	Scenario         string          `json:"scenario"`
+	Stack            string          `json:"stack"`
+	Run              int             `json:"run"`
+	From             string          `json:"from,omitempty"`
+	To               string          `json:"to,omitempty"`
+	GapS             float64         `json:"write_gap_s"`
+	FirstAckS        float64         `json:"first_ack_on_new_after_action_s"`
+	Events           int             `json:"events"`
+	Acked            int             `json:"acknowledged"`
+	Rejected         int             `json:"rejected"`
+	Unknown          int             `json:"unknown"`
+	UnknownCommitted int             `json:"unknown_committed"`
+	AckMissing       int             `json:"acknowledged_missing"`
+	Violations       int             `json:"violations"`
+	Failures         []drill.Failure `json:"failures"`
+	Validate         string          `json:"validate"`
+	Sync             bool            `json:"synchronous_mode"`
+	Fallback         bool            `json:"doorman_fallback"`
+	Load1            string          `json:"loadavg_1m"`
+}
+
+func envInt(k string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(k)); err == nil {
+		return v
+	}
+	return def
+}
+
+// TestDrillSandbox brings up the sandbox, patroni_proxy and a pg_doorman
+// beside each node, and runs the drill across a planned switchover and
+// each unplanned case, alternating the direct multi-host DSN (the floor)
+// and patroni_proxy → pg_doorman; every run must reconcile with 0
+// acknowledged missing, 0 duplicates and 0 unreconciled.
+func TestDrillSandbox(t *testing.T) {
+	sbx := patronisbx.Up(t)
+	verifier := appVerifier(t, sbx)
+	for _, n := range sbx.Nodes {
+		startDoorman(t, sbx, n, verifier)
+	}
+	master := startProxy(t, sbx)
+	stacks := []struct{ name, dsn string }{
+		{"direct", fmt.Sprintf("host=%s port=%d user=app password=app dbname=app sslmode=disable connect_timeout=2",
+			strings.Join(hosts(sbx), ","), patronisbx.PGPort)},
+		{"ours", fmt.Sprintf("host=127.0.0.1 port=%d user=app password=app dbname=app sslmode=disable connect_timeout=2", master)},
+	}
+	want := map[string]bool{}
+	for _, s := range strings.Split(os.Getenv("DRILL_SCENARIOS"), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			want[s] = true
+		}
+	}
+	out := os.Getenv("DRILL_OUT")
+	if out == "" {
+		out = "/tmp/doorman-drill-results.jsonl"
+	}
+	f, err := os.OpenFile(out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	require.NoError(t, err)
+	defer f.Close()
+	var all []result
+	for _, sc := range scenarios {
+		if len(want) > 0 && !want[sc.name] {
+			continue
+		}
+		runs := envInt("DRILL_UNPLANNED_RUNS", 2)
+		if sc.name == "switchover" {
+			runs = envInt("DRILL_RUNS", 5)
+		}
+		t.Run(sc.name, func(t *testing.T) {
+			for i := range runs {
+				for _, st := range stacks {
+					r := runOnce(t, sbx, sc, st.name, st.dsn, i)
+					b, _ := json.Marshal(r)
+					_, _ = f.Write(append(b, '\n'))
+					all = append(all, r)
+					t.Logf("%s %s run %d: gap %.2f s, first ack on new %.2f s after the action, %d events, rejected %d, unknown %d (committed %d), %s→%s, load %s, failures %v",
+						sc.name, st.name, i, r.GapS, r.FirstAckS, r.Events, r.Rejected, r.Unknown, r.UnknownCommitted, r.From, r.To, r.Load1, r.Failures)
+				}
+			}
+		})
+	}
+	require.NotEmpty(t, all, "no scenario ran: DRILL_SCENARIOS=%q", os.Getenv("DRILL_SCENARIOS"))
+	t.Logf("results appended to %s\n%s", out, summaryTable(all))
+}
+
+// validateMode is DRILL_VALIDATE, default libpq (the issue's probe used
+// psycopg, that is libpq).
+func validateMode() string {
+	if v := os.Getenv("DRILL_VALIDATE"); v != "" {
+		return v
+	}
+	return drill.ValidateLibpq
+}
+
+func hosts(sbx *patronisbx.Sandbox) []string {
+	var h []string
+	for _, n := range sbx.Nodes {
+		h = append(h, n.Host)
+	}
+	return h
+}
+
+func runOnce(t *testing.T, sbx *patronisbx.Sandbox, sc scenario, stack, dsn string, run int) result {
+	t.Helper()
+	sbx.WaitHealthy(t)
+	if os.Getenv("DRILL_SYNC") == "1" {
+		syncMode(t, sbx)
+	}
+	leader := sbx.Leader(t)
+	var candidate patronisbx.Node
+	for i, n := range sbx.Nodes {
+		if n.Name == leader.Name {
+			candidate = sbx.Nodes[(i+1+run%2)%len(sbx.Nodes)]
+		}
+	}
+	table := fmt.Sprintf("doorman_drill_%s_%s_%d", sc.name, stack, run)
+	type res struct {
+		r   *drill.Report
+		err error
+	}
+	done := make(chan res, 1)
+	var started time.Time
+	mark := make(chan struct{})
+	go func() {
+		r, err := drill.Run(context.Background(), drill.Config{DSN: dsn, Duration: sc.duration, Table: table, Validate: validateMode(),
+			Mark: func(at time.Time) { started = at; close(mark) }}, nil)
+		done <- res{r, err}
+	}()
+	select {
+	case <-mark:
+	case r := <-done:
+		t.Fatalf("drill did not start: %v", r.err)
+	}
+	require.Eventually(t, func() bool { return rows(leader, table) >= 20 }, 10*time.Second, 50*time.Millisecond,
+		"writes reach the leader %s before the action", leader.Name)
+	actionAt := time.Since(started)
+	sc.act(t, sbx, leader, candidate)
+	got := <-done
+	require.NoError(t, got.err)
+	rep := got.r
+	saveReport(t, rep, fmt.Sprintf("%s_%s_%d", sc.name, stack, run))
+	rc := rep.Reconciliation
+	// Violations are errors, not fatal: the other runs still tell something.
+	assert.True(t, rc.Done, "reconciled: %s", rc.Error)
+	assert.Zero(t, rc.AckMissing, "acknowledged missing (%s, %s run %d)", sc.name, stack, run)
+	assert.Zero(t, rc.Duplicates, "duplicates (%s, %s run %d)", sc.name, stack, run)
+	assert.Zero(t, rc.Unreconciled, "unreconciled (%s, %s run %d)", sc.name, stack, run)
+	assert.Zero(t, rc.Violations(), "%+v", rc)
+	load, _ := os.ReadFile("/proc/loadavg")
+	r := result{Scenario: sc.name, Stack: stack, Run: run, GapS: rep.Summary.WriteGap.Seconds(), FirstAckS: -1,
+		Events: rep.Summary.Events, Acked: rep.Summary.Outcomes[drill.Acknowledged], Rejected: rep.Summary.Outcomes[drill.Rejected],
+		Unknown: rep.Summary.Outcomes[drill.Unknown], UnknownCommitted: rc.UnknownCommitted, AckMissing: rc.AckMissing,
+		Violations: rc.Violations(), Failures: rep.Summary.Failures, Validate: validateMode(),
+		Fallback: os.Getenv("DRILL_DOORMAN_FALLBACK") == "1", Sync: os.Getenv("DRILL_SYNC") == "1", Load1: strings.Fields(string(load))[0]}
+	if np := rep.Summary.NewPrimary; assert.NotNil(t, np, "writes resumed on a new postmaster within %s: %+v", sc.duration, rep.Summary.Servers) {
+		r.From, r.To, r.FirstAckS = np.From, np.To, (np.FirstOnNew - actionAt).Seconds()
+	}
+	return r
+}
+
+// saveReport writes the full report, events included, to
+// DRILL_REPORTS (default /tmp/doorman-drill-reports)/name.json.
+func saveReport(t *testing.T, rep *drill.Report, name string) {
+	dir := os.Getenv("DRILL_REPORTS")
+	if dir == "" {
+		dir = "/tmp/doorman-drill-reports"
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	f, err := os.Create(filepath.Join(dir, name+".json"))
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, rep.WriteJSON(f, true))
+}
+
+// rows counts the drill table's rows on node as the superuser (unix socket).
+func rows(node patronisbx.Node, table string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, fmt.Sprintf("host=%s port=%d user=postgres dbname=app", node.SocketDir, node.Port))
+	if err != nil {
+		return 0
+	}
+	defer c.Close(ctx)
+	var n int
+	if err := c.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{table}.Sanitize()).Scan(&n); err != nil {
+		return 0
+	}
+	return n
+}
+
+// killPatroni sends SIGKILL to node's Patroni (BASE/nodeN/patroni.pid,
+// checked against its command line); up.sh starts it again later.
+func killPatroni(t *testing.T, node patronisbx.Node) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(node.DataDir), "patroni.pid"))
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	require.NoError(t, err)
+	require.Contains(t, string(cmdline), "patroni", "pid %d is Patroni", pid)
+	require.Contains(t, string(cmdline), filepath.Dir(node.DataDir), "pid %d is %s's Patroni", pid, node.Name)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+}
+
+// fallbackConf turns on pg_doorman's Patroni fallback when
+// DRILL_DOORMAN_FALLBACK=1 (default off). Behind patroni_proxy it only
+// hurts writes: a leader's pg_doorman whose local server is down falls back
+// to a replica (seed 002 order: sync_standby, replica, others) and stays
+// there for fallback_cooldown (30 s) even after Patroni restarted the
+// server in place, so writes through the proxy do not resume until then.
+func fallbackConf(sbx *patronisbx.Sandbox) string {
+	if os.Getenv("DRILL_DOORMAN_FALLBACK") != "1" {
+		return ""
+	}
+	return fmt.Sprintf(`
+  patroni_api_urls: ["%s"]
+  patroni_api_timeout: 1s
+  fallback_connect_timeout: 1s`, strings.Join(sbx.APIURLs(), `", "`))
+}
+
+func startDoorman(t *testing.T, sbx *patronisbx.Sandbox, node patronisbx.Node, verifier string) *apptest.Instance {
+	t.Helper()
+	return apptest.Start(t, fmt.Sprintf(`general:
+  host: %s
+  port: %d
+  unix_socket_dir: "{{DIR}}"
+  admin_username: admin
+  admin_password: admin-secret
+  query_wait_timeout: 10s%s
+pools:
+  app:
+    server_host: "%s"
+    server_port: %d
+    users:
+      - username: app
+        password: '%s'
+        pool_size: 8
+`, node.Host, doormanPort, fallbackConf(sbx), node.SocketDir, node.Port, verifier))
+}
+
+// startProxy runs patroni_proxy with its defaults (3 s poll) and a master
+// port whose members are the pg_doorman beside each node; it returns the
+// master port.
+func startProxy(t *testing.T, sbx *patronisbx.Sandbox) int {
+	t.Helper()
+	cfg := &proxyconfig.Config{
+		ClusterUpdateInterval: proxyconfig.DefaultClusterUpdateInterval, ListenAddress: "127.0.0.1:0",
+		ConnectTimeout: proxyconfig.DefaultConnectTimeout, PatroniTimeout: proxyconfig.DefaultPatroniTimeout,
+		MaxTopologyAge: max(proxyconfig.MinMaxTopologyAge, 3*proxyconfig.DefaultClusterUpdateInterval), ShutdownTimeout: time.Second,
+		Clusters: map[string]proxyconfig.Cluster{"sbx": {Hosts: sbx.APIURLs(), Ports: map[string]proxyconfig.Port{
+			"master": {Listen: "127.0.0.1:0", Roles: []proxyconfig.Role{proxyconfig.RoleLeader}, HostPort: doormanPort},
+		}}},
+	}
+	p := proxy.New(cfg, proxy.Options{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))})
+	require.NoError(t, p.Start())
+	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	require.NoError(t, p.Refresh(context.Background()))
+	return p.PortAddr("sbx", "master").(*net.TCPAddr).Port
+}

@@ -1,0 +1,115 @@
+package drill_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/doorman-go/doorman/internal/patroni"
+	"github.com/doorman-go/doorman/internal/pgtest/patronisbx"
+)
+
+// appVerifier returns the SCRAM verifier of user app once every node has
+// replayed it (up.sh sets the password anew, with a new salt, on every
+// run; pg_doorman's passthrough to a fallback member needs the same salt).
+func appVerifier(t *testing.T, sbx *patronisbx.Sandbox) string {
+	t.Helper()
+	read := func(n patronisbx.Node) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres", n.SocketDir, n.Port))
+		if err != nil {
+			return "", err
+		}
+		defer c.Close(ctx)
+		var v string
+		err = c.QueryRow(ctx, "SELECT rolpassword FROM pg_authid WHERE rolname = 'app'").Scan(&v)
+		return v, err
+	}
+	want, err := read(sbx.Leader(t))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(want, "SCRAM-SHA-256$"), "app has a SCRAM verifier")
+	for _, n := range sbx.Nodes {
+		require.Eventually(t, func() bool {
+			got, err := read(n)
+			return err == nil && got == want
+		}, 30*time.Second, 50*time.Millisecond, "%s replays the password of app", n.Name)
+	}
+	return want
+}
+
+// syncMode turns Patroni's synchronous_mode on (PATCH /config on the
+// leader) and waits until /cluster lists a sync_standby. WaitHealthy (up.sh
+// with SYNC=0) turns it off again before the next run.
+func syncMode(t *testing.T, sbx *patronisbx.Sandbox) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPatch, sbx.Leader(t).APIURL+"/config", strings.NewReader(`{"synchronous_mode": true}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "PATCH /config synchronous_mode")
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		cl, err := sbx.FetchCluster(ctx)
+		if err != nil {
+			return false
+		}
+		for _, m := range cl.Members {
+			if m.Role == patroni.RoleSyncStandby && m.Serving() {
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 100*time.Millisecond, "a sync_standby appears")
+}
+
+// summaryTable is min / median / max of the write gap and of the first
+// acknowledged write after the action, per scenario and stack, in the
+// order first seen: the table docs/failover.md quotes.
+func summaryTable(all []result) string {
+	type key struct{ sc, st string }
+	var order []key
+	gaps, firsts, rejected, missing := map[key][]float64{}, map[key][]float64{}, map[key]int{}, map[key]int{}
+	for _, r := range all {
+		k := key{r.Scenario, r.Stack}
+		if _, ok := gaps[k]; !ok {
+			order = append(order, k)
+		}
+		gaps[k] = append(gaps[k], r.GapS)
+		if r.FirstAckS >= 0 { // -1: writes never resumed in the run
+			firsts[k] = append(firsts[k], r.FirstAckS)
+		}
+		rejected[k] += r.Rejected
+		missing[k] += r.AckMissing
+	}
+	var b strings.Builder
+	b.WriteString("| scenario | stack | runs | write gap min / median / max, s | first ack on new after action min / median / max, s | rejected | acknowledged missing |\n|---|---|---|---|---|---|---|\n")
+	for _, k := range order {
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s (%d runs) | %d | %d |\n", k.sc, k.st, len(gaps[k]), mmm(gaps[k]),
+			mmm(firsts[k]), len(firsts[k]), rejected[k], missing[k])
+	}
+	return b.String()
+}
+
+func mmm(v []float64) string {
+	if len(v) == 0 {
+		return "n/a"
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return fmt.Sprintf("%.2f / %.2f / %.2f", s[0], med, s[len(s)-1])
+}

@@ -1,0 +1,76 @@
+package pooler_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/doorman-go/doorman/internal/app/apptest"
+	"github.com/doorman-go/doorman/internal/pgtest"
+)
+
+func login(t *testing.T, d *apptest.Instance) (*pgx.Conn, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return pgx.Connect(ctx, d.DSN("app", "app-secret", "postgres"))
+}
+
+// TestRoleParamsNotStaleAfterServerLoss: once pg_doorman has seen its
+// server go away (a failed query), a new client is not told the old
+// in_hot_standby / default_transaction_read_only (libpq would trust them
+// for target_session_attrs=read-write and then hit 25006 on a server that
+// came back read-only); and once the server is back read-only, new clients
+// are told so.
+func TestRoleParamsNotStaleAfterServerLoss(t *testing.T) {
+	pg := pgtest.Start(t, pgtest.Options{})
+	ver := pg.CreateUser(t, "app", "app-secret", "scram-sha-256")
+	d := apptest.Start(t, fmt.Sprintf(`general:
+  port: {{PORT}}
+  query_wait_timeout: 2s
+pools:
+  postgres:
+    server_host: "%s"
+    server_port: %d
+    users:
+      - username: app
+        password: '%s'
+        pool_size: 2
+`, pg.SocketDir, pg.Port, ver))
+	ctx := context.Background()
+	c, err := login(t, d)
+	require.NoError(t, err)
+	require.Equal(t, "off", c.PgConn().ParameterStatus("default_transaction_read_only"))
+	require.Equal(t, "off", c.PgConn().ParameterStatus("in_hot_standby"))
+	_, err = c.Exec(ctx, "SELECT 1")
+	require.NoError(t, err)
+	require.NoError(t, c.Close(ctx))
+
+	pg.Exec(t, "ALTER SYSTEM SET default_transaction_read_only = on") // it comes back read-only
+	pg.Stop(t)
+	if c, err := login(t, d); err == nil { // may still be told the cached set
+		_, err = c.Exec(ctx, "SELECT 1")
+		require.Error(t, err, "the server is down")
+		_ = c.Close(ctx)
+	}
+	c, err = login(t, d)
+	require.NoError(t, err, "login works from the cached set")
+	require.Empty(t, c.PgConn().ParameterStatus("default_transaction_read_only"), "role unknown: not reported")
+	require.Empty(t, c.PgConn().ParameterStatus("in_hot_standby"), "role unknown: not reported")
+	require.NotEmpty(t, c.PgConn().ParameterStatus("server_version"), "the rest of the set is kept")
+	_ = c.Close(ctx)
+
+	pg.Start(t)
+	require.Eventually(t, func() bool {
+		c, err := login(t, d)
+		if err != nil {
+			return false
+		}
+		defer c.Close(ctx)
+		return c.PgConn().ParameterStatus("default_transaction_read_only") == "on"
+	}, 20*time.Second, 50*time.Millisecond, "new clients are told the server is read-only now")
+}
