@@ -279,35 +279,7 @@ pools:
       - username: app
         password: '%s'
         pool_size: 4
-`, general, node.SocketDir, node.Port, appVerifier(t, sbx)))
-}
-
-// appVerifier returns the SCRAM verifier of user app once every node has
-// replayed it (up.sh sets the password anew on every run, with a new salt;
-// SCRAM passthrough to a fallback member needs the same salt there).
-func appVerifier(t *testing.T, sbx *patronisbx.Sandbox) string {
-	t.Helper()
-	ctx := context.Background()
-	read := func(n patronisbx.Node) (string, error) {
-		c, err := pgx.Connect(ctx, fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres connect_timeout=5", n.SocketDir, n.Port))
-		if err != nil {
-			return "", err
-		}
-		defer c.Close(ctx)
-		var v string
-		err = c.QueryRow(ctx, "SELECT rolpassword FROM pg_authid WHERE rolname = 'app'").Scan(&v)
-		return v, err
-	}
-	want, err := read(sbx.Leader(t))
-	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(want, "SCRAM-SHA-256$"), "app has a SCRAM verifier")
-	for _, n := range sbx.Nodes {
-		require.Eventually(t, func() bool {
-			got, err := read(n)
-			return err == nil && got == want
-		}, 30*time.Second, 50*time.Millisecond, "%s replays the password of app", n.Name)
-	}
-	return want
+`, general, node.SocketDir, node.Port, sbx.Verifier(t, "app")))
 }
 
 // serverAddr runs one query through pg_doorman on a new client connection

@@ -98,7 +98,7 @@ func envInt(k string, def int) int {
 // acknowledged missing, 0 duplicates and 0 unreconciled.
 func TestDrillSandbox(t *testing.T) {
 	sbx := patronisbx.Up(t)
-	verifier := appVerifier(t, sbx)
+	verifier := sbx.Verifier(t, "app")
 	for _, n := range sbx.Nodes {
 		startDoorman(t, sbx, n, verifier)
 	}

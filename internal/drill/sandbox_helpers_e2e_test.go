@@ -9,41 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doorman-go/doorman/internal/patroni"
 	"github.com/doorman-go/doorman/internal/pgtest/patronisbx"
 )
-
-// appVerifier returns the SCRAM verifier of user app once every node has
-// replayed it (up.sh sets the password anew, with a new salt, on every
-// run; pg_doorman's passthrough to a fallback member needs the same salt).
-func appVerifier(t *testing.T, sbx *patronisbx.Sandbox) string {
-	t.Helper()
-	read := func(n patronisbx.Node) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		c, err := pgx.Connect(ctx, fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres", n.SocketDir, n.Port))
-		if err != nil {
-			return "", err
-		}
-		defer c.Close(ctx)
-		var v string
-		err = c.QueryRow(ctx, "SELECT rolpassword FROM pg_authid WHERE rolname = 'app'").Scan(&v)
-		return v, err
-	}
-	want, err := read(sbx.Leader(t))
-	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(want, "SCRAM-SHA-256$"), "app has a SCRAM verifier")
-	for _, n := range sbx.Nodes {
-		require.Eventually(t, func() bool {
-			got, err := read(n)
-			return err == nil && got == want
-		}, 30*time.Second, 50*time.Millisecond, "%s replays the password of app", n.Name)
-	}
-	return want
-}
 
 // syncMode turns Patroni's synchronous_mode on (PATCH /config on the
 // leader) and waits until /cluster lists a sync_standby. WaitHealthy (up.sh
