@@ -75,15 +75,15 @@ func renderThroughput(b *strings.Builder, r Report) {
 			tps(d), tps(p), tps(m), ratio(m, p), ratio(m, d), ratio(p, d))
 	}
 	b.WriteString("\n")
-	renderFailures(b, r.Matrix)
+	renderFailures(b, r.Matrix, targetOrder[:])
 }
 
-// renderFailures lists the cases where a target had failed runs,
+// renderFailures lists the cases where one of targets had failed runs,
 // transactions or aborted clients.
-func renderFailures(b *strings.Builder, cases []CaseResult) {
+func renderFailures(b *strings.Builder, cases []CaseResult, targets []string) {
 	var lines []string
 	for _, c := range cases {
-		for _, t := range targetOrder {
+		for _, t := range targets {
 			tx, aborted, runs := c.Failed(t)
 			if tx == 0 && aborted == 0 && runs == 0 {
 				continue

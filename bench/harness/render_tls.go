@@ -22,7 +22,7 @@ func RenderTLS(r Report) string {
 	renderTLSConnect(&b, r.TLS.Connect)
 	var all []CaseResult
 	all = append(append(all, r.TLS.Cases...), r.TLS.Connect...)
-	renderTLSFailures(&b, all)
+	renderFailures(&b, all, tlsTargetOrder[:])
 	b.WriteString("## Notes\n\n")
 	for _, n := range []string{
 		loadNote(r.Machine),
@@ -95,25 +95,6 @@ func micros(d time.Duration) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.1f", float64(d)/float64(time.Microsecond))
-}
-
-// renderTLSFailures lists failed runs, transactions and aborted clients.
-func renderTLSFailures(b *strings.Builder, cases []CaseResult) {
-	var lines []string
-	for _, c := range cases {
-		for _, t := range tlsTargetOrder {
-			tx, aborted, runs := c.Failed(t)
-			if tx != 0 || aborted != 0 || runs != 0 {
-				lines = append(lines, fmt.Sprintf("- %s, %s: %d failed run(s), %d failed transaction(s), %d aborted client(s); %s",
-					c.Case, t, runs, tx, aborted, cell(strings.Join(c.Errors(t), "; "))))
-			}
-		}
-	}
-	if len(lines) == 0 {
-		b.WriteString("No failed runs, failed transactions or aborted clients.\n\n")
-		return
-	}
-	b.WriteString("Failures:\n\n" + strings.Join(lines, "\n") + "\n\n")
 }
 
 // tlsSpreadNote is spreadNote over the TLS section's targets.
