@@ -27,7 +27,7 @@ func (d *decoder) refuseUnimplemented(cfg *Config) {
 }
 
 func (d *decoder) refuseGeneral(g *General) {
-	d.refuseTLS(g)
+	d.refuseClientTLS(g) // every server_tls_* setting has its behaviour (loadServerTLS)
 	if g.SyslogProgName != "" {
 		d.notImplemented("general.syslog_prog_name", "logs go to stderr only; remove the key")
 	}
@@ -71,13 +71,6 @@ func (d *decoder) refuseClientTLS(g *General) {
 		return
 	}
 	d.checkClientTLSFiles(g)
-}
-
-// refuseTLS refuses the TLS keys that would have no effect. Every
-// server_tls_* setting has its behaviour (see loadServerTLS), so only the
-// client side has keys to refuse.
-func (d *decoder) refuseTLS(g *General) {
-	d.refuseClientTLS(g)
 }
 
 func (d *decoder) refusePool(p *Pool) {
