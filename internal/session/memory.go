@@ -42,7 +42,7 @@ func reserveFor(acct *memlimit.Account, rd *protocol.Reader, frameLen int) bool 
 // message that did not fit max_memory_usage. side is "client" or "server",
 // action what happened to the message.
 func (s *Session) memoryRefused(side, action string, frameLen int) {
-	if s.env.Metrics != nil {
+	if s.env.Metrics != nil && side == "client" {
 		s.env.Metrics.ClientError("max_memory_usage")
 	}
 	b := s.env.Memory
