@@ -62,7 +62,9 @@ func (c *Cluster) WaitReplay(t testing.TB, replica *Cluster) {
 	defer cancel()
 	var lsn string
 	err := c.withConn("postgres", func(ctx context.Context, conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&lsn)
+		// The insert position: with synchronous_commit off the last commit
+		// may not be written yet, and pg_current_wal_lsn() is the write one.
+		return conn.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&lsn)
 	})
 	if err == nil {
 		err = replica.poll(ctx, func(ctx context.Context, conn *pgx.Conn) (bool, error) {
