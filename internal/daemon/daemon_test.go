@@ -139,21 +139,45 @@ func TestGracefulShutdown(t *testing.T) {
 }
 
 func TestShutdownTimeoutClosesStragglers(t *testing.T) {
-	d := apptest.Start(t, config(t, "  shutdown_timeout: 300ms"))
-	ctx := context.Background()
-	c, err := dial(t, d, "benchdb")
-	require.NoError(t, err)
-	tx, err := c.Begin(ctx)
-	require.NoError(t, err)
-	start := time.Now()
-	d.Daemon.Shutdown()
-	require.NoError(t, d.Wait(5*time.Second))
-	require.Less(t, time.Since(start), 3*time.Second)
-	_, err = tx.Exec(ctx, "SELECT 1")
-	require.Error(t, err, "the client still in a transaction was closed")
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		require.Equal(t, "58006", pe.Code)
+	tests := []struct {
+		name string
+		// busy leaves the client in a transaction and returns the
+		// statement that then fails.
+		busy func(t *testing.T, c *pgx.Conn) func() error
+	}{
+		{"idle in transaction", func(t *testing.T, c *pgx.Conn) func() error {
+			tx, err := c.Begin(context.Background())
+			require.NoError(t, err)
+			return func() error { _, err := tx.Exec(context.Background(), "SELECT 1"); return err }
+		}},
+		{"inside a statement", func(t *testing.T, c *pgx.Conn) func() error {
+			// The pooler waits for the server's answer here, not for
+			// the client: the cut must still come at shutdown_timeout.
+			done := make(chan error, 1)
+			go func() { _, err := c.Exec(context.Background(), "SELECT pg_sleep(30) /* straggler */"); done <- err }()
+			require.Eventually(t, func() bool {
+				return pg.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%/* straggler */' AND state = 'active'") == 1
+			}, 5*time.Second, 10*time.Millisecond)
+			return func() error { return <-done }
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := apptest.Start(t, config(t, "  shutdown_timeout: 300ms"))
+			c, err := dial(t, d, "benchdb")
+			require.NoError(t, err)
+			result := tt.busy(t, c)
+			start := time.Now()
+			d.Daemon.Shutdown()
+			require.NoError(t, d.Wait(5*time.Second))
+			require.Less(t, time.Since(start), 3*time.Second)
+			err = result()
+			require.Error(t, err, "the client still in a transaction was closed")
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) {
+				require.Equal(t, "58006", pe.Code)
+			}
+		})
 	}
 }
 

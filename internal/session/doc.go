@@ -4,15 +4,24 @@
 // client side and the server side together.
 //
 // Ownership: one goroutine (Serve) owns the client socket's read side, the
-// client Reader and the buffer of bytes bound for the server. While a server
-// connection is attached, a second goroutine (serverLoop) owns that
-// connection's Reader and the buffer of bytes bound for the client; it is
-// the one that releases the connection to the pool at the safe point: the
-// client's last message was Sync, Query, FunctionCall (or the end of a COPY
-// started by one), every such message has had its ReadyForQuery, no
-// extended-protocol message is waiting for a Sync, and the transaction
-// status is idle. Writes to the client socket go through one mutex so that
-// a local answer and forwarded server bytes never interleave.
+// client Reader and the buffer of bytes bound for the server. In
+// transaction mode, once it has written a client's request and the client
+// has sent nothing more, it reads the server's answers itself (drive) and
+// releases the connection to the pool at the safe point: the client's last
+// message was Sync, Query, FunctionCall (or the end of a COPY started by
+// one), every such message has had its ReadyForQuery, no extended-protocol
+// message is waiting for a Sync, and the transaction status is idle. So
+// the common transaction runs on one goroutine with no handoff. When the
+// server waits for the client instead (idle in a transaction, COPY from
+// the client, messages after the last Sync, session mode), a second
+// goroutine (serverLoop) takes over the server side for the rest of the
+// attachment while the client loop reads the client; it then owns the
+// connection's Reader and the client-bound buffer and is the one that
+// releases. Writes to the client socket go through one mutex so that a
+// local answer and forwarded server bytes never interleave. While the
+// client loop drives, a client that disconnects is noticed when the
+// server answers (as PostgreSQL itself notices), and Kill aborts the
+// server connection so that shutdown_timeout and KILL still cut at once.
 //
 // While a client sits idle between transactions it holds no server
 // connection, no read buffer (the Reader releases it) and exactly one

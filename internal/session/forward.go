@@ -135,6 +135,7 @@ func (s *Session) run(ctx context.Context) error {
 			continue
 		}
 		if f == nil { // large message: stream it
+			s.watch(srv)
 			if err := s.streamToServer(srv, sbuf, n); err != nil {
 				return err
 			}
@@ -146,10 +147,61 @@ func (s *Session) run(ctx context.Context) error {
 			}
 			putBuf(sbuf)
 			sbuf = nil
-			s.wakeIfFakeDue(srv)
+			if err := s.afterFlush(srv); err != nil {
+				return err
+			}
 		}
 	}
 }
+
+// afterFlush decides who reads the server once the client's messages are
+// written: the client loop itself (drive) when the client has sent a
+// request and nothing more, in transaction mode; otherwise serverLoop,
+// while the client loop goes on reading the client.
+func (s *Session) afterFlush(srv *pooler.Conn) error {
+	s.mu.Lock()
+	drive := s.srvDone == nil && s.pending > 0 && s.transactionMode()
+	if drive {
+		s.driving = true
+	}
+	s.mu.Unlock()
+	if !drive {
+		s.watch(srv)
+		s.wakeIfFakeDue(srv)
+		return nil
+	}
+	end := s.pumpServer(srv, true)
+	s.mu.Lock()
+	s.driving = false
+	s.mu.Unlock()
+	switch end {
+	case pumpFailed:
+		return errServerEnded
+	case pumpYield:
+		s.watch(srv)
+	}
+	return nil
+}
+
+// errServerEnded: the server connection failed under the client, or the
+// client could not be written to; pumpServer has told the client.
+var errServerEnded = errors.New("server connection ended the session")
+
+// watch starts serverLoop for srv unless it runs already.
+func (s *Session) watch(srv *pooler.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv != srv || s.srvDone != nil {
+		return
+	}
+	done := make(chan struct{})
+	s.srvDone = done
+	go s.serverLoop(srv, done)
+}
+
+// transactionMode reports whether the pool releases servers after each
+// transaction.
+func (s *Session) transactionMode() bool { return s.pool.Settings().Mode() != "session" }
 
 // streamToServer forwards a message too large to buffer in chunks. A
 // failure to read the client (gone, or stalled past proxy_copy_data_timeout)
@@ -297,7 +349,9 @@ func (s *Session) serverWriteFailed(srv *pooler.Conn, err error) error {
 	done := s.srvDone
 	s.mu.Unlock()
 	if done != nil {
-		<-done
+		<-done // serverLoop notices the closed socket and tells the client
+	} else {
+		s.serverReadFailed(srv, err)
 	}
 	return fmt.Errorf("write to server: %w", err)
 }
@@ -358,8 +412,20 @@ func (s *Session) detachOnExit() {
 	s.mu.Lock()
 	s.closing = true
 	c, done := s.srv, s.srvDone
+	if c != nil && done == nil {
+		// Attached for messages not yet sent (no serverLoop yet): the
+		// connection already counts the SETs put ahead of them as sent,
+		// so it is destroyed rather than reused.
+		s.srv = nil
+		s.resetQueueLocked()
+	}
 	s.mu.Unlock()
 	if c == nil {
+		return
+	}
+	if done == nil {
+		s.pool.Stats.ClientsActive.Add(-1)
+		s.pool.Destroy(c)
 		return
 	}
 	_ = c.Value.NetConn().SetReadDeadline(time.Unix(1, 0))

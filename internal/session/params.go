@@ -70,14 +70,11 @@ func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error
 		return nil, err
 	}
 	*sbuf = s.prependParamSets(c.Value, *sbuf)
-	done := make(chan struct{})
 	s.mu.Lock()
 	s.srv = c
-	s.srvDone = done
 	s.xactStart = time.Now()
 	s.unnamedHere = false
 	s.mu.Unlock()
-	go s.serverLoop(c, done)
 	return c, nil
 }
 

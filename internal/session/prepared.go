@@ -111,6 +111,9 @@ func (s *Session) appendLocked(srv *backend.Conn, f protocol.Frame, out []byte) 
 	case protocol.MsgQuery:
 		s.noteQuery(body)
 		s.unnamedHere = false // a simple Query destroys the unnamed statement
+		if !mayDeallocate(body) {
+			break // the common case: no copy of the query text
+		}
 		if q, ok := s.rewriteDeallocate(srv, queryText(body), &out); ok {
 			s.push(request{kind: protocol.MsgQuery})
 			return protocol.Query{String: q}.Encode(out)
@@ -255,6 +258,12 @@ func (s *Session) noteQuery(body []byte) {
 			s.planSet += string(q) + ";"
 		}
 	}
+}
+
+// mayDeallocate reports whether a query text starts with DEALLOCATE: only
+// those go through deallocateTarget, which allocates.
+func mayDeallocate(q []byte) bool {
+	return hasPrefixFold(bytes.TrimLeft(q, " \t\r\n"), "DEALLOCATE")
 }
 
 func hasPrefixFold(b []byte, p string) bool {
@@ -459,6 +468,9 @@ func (s *Session) rewriteDeallocate(srv *backend.Conn, query string, out *[]byte
 // deallocateTarget parses "DEALLOCATE [PREPARE] name[;]": an unquoted name
 // folds to lower case, a quoted one is taken as is. ALL is not a target.
 func deallocateTarget(q string) (string, bool) {
+	if t := strings.TrimLeft(q, " \t\r\n"); len(t) < len("DEALLOCATE") || !strings.EqualFold(t[:len("DEALLOCATE")], "DEALLOCATE") {
+		return "", false
+	}
 	f := strings.Fields(strings.TrimRight(strings.TrimSpace(q), "; \t\n"))
 	if len(f) < 2 || !strings.EqualFold(f[0], "DEALLOCATE") {
 		return "", false

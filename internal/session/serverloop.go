@@ -16,10 +16,35 @@ import (
 	"github.com/doorman-go/doorman/internal/protocol"
 )
 
-// serverLoop forwards server → client while c is attached and releases c
-// at the safe point. It owns c's Reader and the client-bound buffer.
+// pumpEnd is how pumpServer stopped.
+type pumpEnd int
+
+const (
+	// pumpReleased: c went back to the pool at the safe point.
+	pumpReleased pumpEnd = iota
+	// pumpFailed: the server or the client failed; it has been handled
+	// (c released or destroyed, the client told) and the session ends.
+	pumpFailed
+	// pumpYield (inline only): the server waits for the client (idle in a
+	// transaction, a COPY from the client, extended-protocol messages
+	// after the last Sync); c stays attached.
+	pumpYield
+)
+
+// serverLoop is the goroutine that forwards server → client while c is
+// attached and the client loop reads the client at the same time: it is
+// started for what the client loop cannot drive itself (see drive). It
+// owns c's Reader and the client-bound buffer until it ends.
 func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
 	defer close(done)
+	s.pumpServer(c, false)
+}
+
+// pumpServer forwards server → client and releases c at the safe point.
+// inline means the client loop runs it itself (drive) and reads nothing
+// from the client meanwhile: it then stops with pumpYield as soon as the
+// server is waiting for the client.
+func (s *Session) pumpServer(c *pooler.Conn, inline bool) pumpEnd {
 	conn := c.Value
 	rd := conn.Reader
 	stream := int(s.general().MessageSizeToBeStream)
@@ -35,7 +60,7 @@ func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
 		if len(*buf) > 0 && (rd.Buffered() == 0 || len(*buf) >= clientFlushThreshold) {
 			if err := s.flushClient(buf); err != nil {
 				s.clientWriteFailed(c, err)
-				return
+				return pumpFailed
 			}
 		}
 		typ, n, err := rd.PeekHeader()
@@ -44,12 +69,12 @@ func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
 				continue
 			}
 			s.serverReadFailed(c, err)
-			return
+			return pumpFailed
 		}
 		if s.params.n > 0 { // replies to the SETs put ahead of the client's messages
 			if err := s.swallowParamReply(conn); err != nil && !s.woken(conn, buf) {
 				s.serverReadFailed(c, err)
-				return
+				return pumpFailed
 			}
 			continue
 		}
@@ -65,7 +90,7 @@ func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
 		}
 		if streamIt {
 			if err := s.streamToClient(c, buf); err != nil {
-				return
+				return pumpFailed
 			}
 			continue
 		}
@@ -76,7 +101,7 @@ func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
 				continue
 			}
 			s.serverReadFailed(c, err)
-			return
+			return pumpFailed
 		}
 		switch {
 		case s.rewriting() && (answersRequest(typ) || s.fakes.Load() > 0):
@@ -94,19 +119,33 @@ func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
 			// reader's buffer.
 			if err := s.flushClient(buf); err != nil {
 				s.clientWriteFailed(c, err)
-				return
+				return pumpFailed
 			}
 			if err := s.writeClient(f); err != nil {
 				s.clientWriteFailed(c, err)
-				return
+				return pumpFailed
 			}
 		default:
 			*buf = append(*buf, f...)
 		}
 		switch typ {
 		case protocol.MsgReadyForQuery:
-			if s.readyForQuery(c, protocol.ReadyForQueryStatus(f), buf, transaction) {
-				return
+			switch s.readyForQuery(c, protocol.ReadyForQueryStatus(f), buf, transaction) {
+			case rfqReleased:
+				return pumpReleased
+			case rfqFailed:
+				return pumpFailed
+			}
+			if inline && s.answered() {
+				return pumpYield
+			}
+		case protocol.MsgCopyInResponse, protocol.MsgCopyBothResponse:
+			if inline {
+				if err := s.flushClient(buf); err != nil {
+					s.clientWriteFailed(c, err)
+					return pumpFailed
+				}
+				return pumpYield
 			}
 		case protocol.MsgCommandComplete:
 			conn.NoteCommandTag(f.Body())
@@ -121,14 +160,30 @@ func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
 	}
 }
 
+// answered reports whether every Query, Sync and FunctionCall sent has had
+// its ReadyForQuery.
+func (s *Session) answered() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pending == 0
+}
+
+// rfqEnd is what readyForQuery did.
+type rfqEnd int
+
+const (
+	rfqKept     rfqEnd = iota // c stays attached
+	rfqReleased               // c went back to the pool
+	rfqFailed                 // the client write failed (handled)
+)
+
 // readyForQuery handles one ReadyForQuery: it flushes everything to the
-// client and, at the safe point, releases the connection. It reports
-// whether serverLoop must end.
-func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transaction bool) bool {
+// client and, at the safe point, releases the connection.
+func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transaction bool) rfqEnd {
 	c.Value.TxStatus = status
 	if err := s.flushClient(buf); err != nil {
 		s.clientWriteFailed(c, err)
-		return true
+		return rfqFailed
 	}
 	now := time.Now()
 	st := &s.pool.Stats
@@ -161,11 +216,12 @@ func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transa
 		s.state.Store(StateIdle)
 	}
 	s.mu.Unlock()
-	if release {
-		st.ClientsActive.Add(-1)
-		s.giveBack(c)
+	if !release {
+		return rfqKept
 	}
-	return release
+	st.ClientsActive.Add(-1)
+	s.giveBack(c)
+	return rfqReleased
 }
 
 // giveBack cleans a connection that served a client and returns it.

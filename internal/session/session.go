@@ -97,11 +97,12 @@ type Session struct {
 	wmu sync.Mutex // serialises writes to nc
 
 	mu      sync.Mutex
-	srv     *pooler.Conn // attached server connection, nil between transactions
-	srvDone chan struct{}
-	pending int  // Query/Sync/FunctionCall sent and not yet answered by ReadyForQuery
-	partial bool // extended-protocol messages sent after the last Sync
-	closing bool // the client is gone: serverLoop must not release into a session
+	srv     *pooler.Conn  // attached server connection, nil between transactions
+	srvDone chan struct{} // serverLoop's; nil while the client loop drives srv itself (or no srv)
+	driving bool          // the client loop is in pumpServer for srv (Kill aborts srv)
+	pending int           // Query/Sync/FunctionCall sent and not yet answered by ReadyForQuery
+	partial bool          // extended-protocol messages sent after the last Sync
+	closing bool          // the client is gone: serverLoop must not release into a session
 	killed  bool
 	// cancels counts cancel requests being forwarded to srv; Add only
 	// under mu while srv is attached, Wait before srv goes back to the pool.
@@ -185,7 +186,18 @@ func (s *Session) Write(b []byte) error {
 func (s *Session) Kill(code, msg string) {
 	s.mu.Lock()
 	s.killed = true
+	var driven *pooler.Conn
+	if s.driving {
+		// The client loop waits on the server, not the client: closing
+		// the client socket alone would go unnoticed until the server
+		// answers. The server connection cannot be reused now anyway.
+		driven = s.srv
+		s.closing = true
+	}
 	s.mu.Unlock()
+	if driven != nil {
+		defer func() { _ = driven.Value.Abort() }()
+	}
 	_ = s.nc.SetWriteDeadline(time.Now().Add(time.Second))
 	_ = s.Write(protocol.AppendError(nil, "FATAL", code, msg))
 	if tc, ok := s.raw.(*net.TCPConn); ok {
