@@ -16,6 +16,7 @@ import (
 	"github.com/doorman-go/doorman/internal/auth/hba"
 	"github.com/doorman-go/doorman/internal/clienttls"
 	"github.com/doorman-go/doorman/internal/config"
+	"github.com/doorman-go/doorman/internal/idlepark"
 	"github.com/doorman-go/doorman/internal/memlimit"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/session"
@@ -132,6 +133,13 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	d.StartedAt = time.Now()
+	// Idle clients wait in the Parker without a goroutine. Without one
+	// (not Linux, or no epoll) each keeps its goroutine.
+	parker, err := idlepark.New(d.Log)
+	if err != nil {
+		d.Log.Warn("idle clients keep a goroutine each: no epoll set for them", zap.Error(err))
+		parker = nil
+	}
 	d.env = &session.Env{
 		Pools: d.Pools, Clients: d.Clients, Log: d.Log,
 		HBA:     func() *hba.Rules { return d.hba.Load() },
@@ -139,6 +147,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		Metrics: d.Hooks.Metrics,
 		Memory:  d.Memory,
 		TLS:     d.tls,
+		Parker:  parker,
 	}
 	go d.Pools.Run(ctx)
 	var accept sync.WaitGroup
@@ -151,6 +160,9 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}
 	accept.Wait()
 	d.wg.Wait()
+	if parker != nil {
+		_ = parker.Close() // every session has ended: nothing is parked
+	}
 	if d.ShuttingDown() {
 		<-d.drained // its last log lines and pool closing come before we return
 	}
@@ -185,9 +197,14 @@ func (d *Daemon) acceptLoop(ctx context.Context, ln net.Listener) {
 }
 
 func (d *Daemon) serveClient(ctx context.Context, nc net.Conn) {
-	defer d.wg.Done()
-	defer d.conns.Add(-1)
-	session.Serve(ctx, d.env, nc)
+	session.Serve(ctx, d.env, nc, d.clientEnded)
+}
+
+// clientEnded runs once per client when its session is over, in whatever
+// goroutine ran it last (a parked client resumes in a new one).
+func (d *Daemon) clientEnded() {
+	d.conns.Add(-1)
+	d.wg.Done()
 }
 
 func (d *Daemon) reject(nc net.Conn, reason, code, msg string) {

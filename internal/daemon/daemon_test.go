@@ -158,6 +158,11 @@ func TestShutdownTimeoutClosesStragglers(t *testing.T) {
 			require.Eventually(t, func() bool {
 				return pg.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%/* straggler */' AND state = 'active'") == 1
 			}, 5*time.Second, 10*time.Millisecond)
+			// The cut server connection leaves the backend sleeping
+			// (PostgreSQL notices a closed socket only when it writes).
+			t.Cleanup(func() {
+				pg.Exec(t, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%/* straggler */' AND pid <> pg_backend_pid()")
+			})
 			return func() error { return <-done }
 		}},
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -14,7 +15,7 @@ import (
 	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/coordinator"
 	"github.com/doorman-go/doorman/internal/fallback"
-	"github.com/doorman-go/doorman/internal/memlimit"
+	"github.com/doorman-go/doorman/internal/idlepark"
 	"github.com/doorman-go/doorman/internal/pool"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/protocol"
@@ -37,26 +38,35 @@ func putBuf(b *[]byte) {
 }
 
 // run is the client loop: read client messages, attach a server connection
-// when one is needed, and forward.
+// when one is needed, and forward. It returns errParked when the client was
+// parked (resume continues it); otherwise the session is over.
 func (s *Session) run(ctx context.Context) error {
+	err := s.loop(ctx)
+	if errors.Is(err, errParked) {
+		return err
+	}
+	s.cmem.Set(0)
+	s.detachOnExit()
+	return err
+}
+
+func (s *Session) loop(ctx context.Context) error {
 	g := s.general()
-	s.guard = stallGuard{nc: s.nc, timeout: g.ProxyCopyDataTimeout}
-	s.crd = protocol.NewReader(&s.guard, 0, MaxClientMessage)
-	s.cmem = memlimit.NewAccount(s.env.Memory)
-	defer func() { s.cmem.Set(0) }()
 	stream := int(g.MessageSizeToBeStream)
 	if stream <= 0 {
 		stream = 1 << 20
 	}
 	checkQuery := g.PoolerCheckQuery
-	defer s.detachOnExit()
 	var sbuf *[]byte
 	for {
 		srv := s.attached()
 		if srv == nil && s.crd.Buffered() == 0 {
 			s.state.Store(StateIdle)
 		}
-		typ, n, err := s.peekClient(srv == nil)
+		typ, n, err := s.peekClient(ctx)
+		if errors.Is(err, errParked) {
+			return err // the session is another goroutine's now: touch nothing
+		}
 		s.cmem.Set(grownSize(s.crd))
 		if err != nil {
 			return s.clientReadError(err)
@@ -226,32 +236,91 @@ func (s *Session) streamToServer(srv *pooler.Conn, sbuf *[]byte, frameLen int) e
 }
 
 // idleRelease is how long a client between transactions keeps its read
-// buffer. A busy client reads each message with one syscall into the buffer
-// it holds; one that stays quiet longer gives the buffer back, so idle
-// clients cost no buffer (the next read then takes the 5-byte header first).
+// buffer and its goroutine. A busy client reads each message with one
+// syscall into the buffer it holds; one that stays quiet longer gives the
+// buffer back and is parked (Env.Parker), so idle clients cost no buffer
+// and no goroutine stack (the next read then takes the 5-byte header
+// first). Parking costs a few µs, which a client that is back within
+// idleRelease does not pay.
 const idleRelease = 100 * time.Millisecond
 
-// peekClient reads the next client message header. Between transactions it
-// bounds the read by idleRelease and, when the client stays quiet, releases
-// the read buffer and waits without one.
-func (s *Session) peekClient(between bool) (byte, int, error) {
-	if !between || s.crd.Buffered() > 0 || s.crd.Released() {
+// errParked: the client was handed to the Parker; the goroutine that ran
+// the session must return without touching it.
+var errParked = errors.New("client parked")
+
+// peekClient reads the next client message header. When it has to wait,
+// it waits at most idleRelease at a time: a client that stays quiet
+// between transactions then gives back its read buffer and is parked (or
+// waits without a buffer when it cannot be parked). Between transactions
+// may begin during the wait, when serverLoop releases the server.
+func (s *Session) peekClient(ctx context.Context) (byte, int, error) {
+	for {
+		if s.crd.Buffered() > 0 || s.crd.Released() {
+			return s.crd.PeekHeader()
+		}
+		if s.attached() == nil {
+			s.crd.Shrink() // a buffer grown for a large message goes back now
+			s.cmem.Set(grownSize(s.crd))
+			if s.crd.Released() {
+				return s.crd.PeekHeader()
+			}
+		}
+		_ = s.nc.SetReadDeadline(time.Now().Add(idleRelease))
+		typ, n, err := s.crd.PeekHeader()
+		_ = s.nc.SetReadDeadline(zeroTime)
+		var ne net.Error
+		if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
+			return typ, n, err
+		}
+		if s.attached() != nil || s.crd.Buffered() > 0 {
+			continue // inside a transaction, or in the middle of a header
+		}
+		s.crd.Release()
+		if s.park(ctx) {
+			return 0, 0, errParked
+		}
 		return s.crd.PeekHeader()
 	}
-	s.crd.Shrink() // a buffer grown for a large message goes back now
-	s.cmem.Set(grownSize(s.crd))
-	if s.crd.Released() {
-		return s.crd.PeekHeader()
+}
+
+// park hands the idle client to env.Parker and reports whether it did: the
+// goroutine then ends, and resume continues the session in a new one when
+// the client speaks, hangs up or is killed. TLS clients are not parked: a
+// *tls.Conn may hold decrypted bytes the socket no longer shows.
+func (s *Session) park(ctx context.Context) bool {
+	pk := s.env.Parker
+	if pk == nil || s.tlsInfo != "" || s.crd.Buffered() > 0 {
+		return false
 	}
-	_ = s.nc.SetReadDeadline(time.Now().Add(idleRelease))
-	typ, n, err := s.crd.PeekHeader()
-	_ = s.nc.SetReadDeadline(zeroTime)
-	var ne net.Error
-	if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
-		return typ, n, err
+	sc, ok := s.nc.(syscall.Conn)
+	if !ok {
+		return false
 	}
-	s.crd.Release()
-	return s.crd.PeekHeader()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Under mu, so that Kill either comes first (no park) or sees parked
+	// and takes the socket back before it closes it.
+	if s.killed || s.srv != nil {
+		return false
+	}
+	if err := pk.Park(sc, func(idlepark.WakeReason) { s.resume(ctx) }); err != nil {
+		if !errors.Is(err, idlepark.ErrUnsupported) && !errors.Is(err, idlepark.ErrClosed) {
+			s.log.Debug("client not parked", zap.Error(err))
+		}
+		return false
+	}
+	s.parked = true
+	return true
+}
+
+// resume continues a parked session in the goroutine the Parker started.
+// Whatever woke it (data, a hangup, Kill, the Parker closing), the next
+// read of the client tells.
+func (s *Session) resume(ctx context.Context) {
+	s.mu.Lock()
+	s.parked = false
+	s.mu.Unlock()
+	s.end(s.run(ctx))
 }
 
 func (s *Session) attached() *pooler.Conn {

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -17,6 +18,7 @@ import (
 	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/clienttls"
 	"github.com/doorman-go/doorman/internal/config"
+	"github.com/doorman-go/doorman/internal/idlepark"
 	"github.com/doorman-go/doorman/internal/memlimit"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/prepared"
@@ -49,6 +51,9 @@ type Env struct {
 	// TLS is the client-side TLS; nil, or a Server that is not Enabled,
 	// answers every SSLRequest with 'N'.
 	TLS *clienttls.Server
+	// Parker holds idle plaintext clients without a goroutine; nil keeps
+	// a goroutine per client.
+	Parker *idlepark.Parker
 }
 
 // Metrics receives session events for Prometheus.
@@ -126,6 +131,13 @@ type Session struct {
 	skipping    bool         // after a server error: client messages up to Sync are skipped
 	fakes       atomic.Int32 // fake answers queued, read by serverLoop without mu
 
+	// Lifecycle, owned by whichever goroutine runs the session: Serve's,
+	// then after each park the one that resumes it.
+	ended      func() // Serve's argument, called once at the very end
+	registered bool   // in env.Clients
+	counted    bool   // in the pool's client count
+	parked     bool   // under mu: held by env.Parker, no goroutine
+
 	// lastWord: a FATAL error was sent, close gracefully.
 	lastWord atomic.Bool
 
@@ -186,6 +198,13 @@ func (s *Session) Write(b []byte) error {
 func (s *Session) Kill(code, msg string) {
 	s.mu.Lock()
 	s.killed = true
+	if s.parked && s.env.Parker != nil {
+		// Take the socket back first: the Parker owns it while parked.
+		// The session resumes, finds the socket closed and ends.
+		if sc, ok := s.nc.(syscall.Conn); ok {
+			s.env.Parker.Unpark(sc)
+		}
+	}
 	var driven *pooler.Conn
 	if s.driving {
 		// The client loop waits on the server, not the client: closing
@@ -208,17 +227,40 @@ func (s *Session) Kill(code, msg string) {
 	_ = s.nc.Close()
 }
 
-// Serve runs a client connection to its end. It closes nc.
-func Serve(ctx context.Context, env *Env, nc net.Conn) {
-	s := &Session{env: env, nc: nc, raw: nc, ConnectedAt: time.Now(), RemoteAddr: nc.RemoteAddr()}
+// Serve runs a client connection to its end. It closes nc and then calls
+// ended, once. A client that sits idle may be parked (Env.Parker): Serve
+// then returns early and the session goes on, and ends, in another
+// goroutine.
+func Serve(ctx context.Context, env *Env, nc net.Conn, ended func()) {
+	s := &Session{env: env, nc: nc, raw: nc, ConnectedAt: time.Now(), RemoteAddr: nc.RemoteAddr(), ended: ended}
 	_, s.Local = nc.(*net.UnixConn)
 	s.state.Store(StateLogin)
 	s.log = env.Log
-	defer s.close()
-	err := s.serve(ctx)
+	s.end(s.serve(ctx))
+}
+
+// end finishes the session after serve or run returned err, unless the
+// client was parked.
+func (s *Session) end(err error) {
+	if errors.Is(err, errParked) {
+		return
+	}
+	if s.counted {
+		s.pool.Stats.Clients.Add(-1)
+		if s.general().LogClientDisconnections {
+			s.log.Info("client disconnected", zap.Stringer("addr", s.RemoteAddr), zap.Duration("session_time", time.Since(s.ConnectedAt)))
+		}
+	}
+	if s.registered {
+		s.env.Clients.remove(s)
+	}
+	s.close()
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, errClientGone) {
 		s.log.Debug("client session ended", zap.Uint64("session", s.ID), zap.String("user", s.User),
 			zap.String("database", s.Database), zap.Stringer("addr", s.RemoteAddr), zap.Error(err))
+	}
+	if s.ended != nil {
+		s.ended()
 	}
 }
 
@@ -237,7 +279,7 @@ func (s *Session) serve(ctx context.Context) error {
 	s.User = sm.Parameters["user"]
 	s.AppName = sm.Parameters["application_name"]
 	s.env.Clients.add(s)
-	defer s.env.Clients.remove(s)
+	s.registered = true
 	s.log = s.log.With(zap.Uint64("session", s.ID), zap.String("user", s.User), zap.String("database", s.Database))
 
 	if AdminDatabases[s.Database] {
@@ -247,18 +289,17 @@ func (s *Session) serve(ctx context.Context) error {
 		return err
 	}
 	_ = s.nc.SetDeadline(time.Time{})
-	g := s.env.Pools.Config().General
-	if g.LogClientConnections {
+	if s.general().LogClientConnections {
 		s.log.Info("client connected", zap.Stringer("addr", s.RemoteAddr), zap.String("application_name", s.AppName),
 			zap.String("tls", s.tlsInfo), zap.String("client_certificate", s.tlsPeer))
 	}
 	s.pool.Stats.Clients.Add(1)
-	defer s.pool.Stats.Clients.Add(-1)
-	err = s.run(ctx)
-	if g.LogClientDisconnections {
-		s.log.Info("client disconnected", zap.Stringer("addr", s.RemoteAddr), zap.Duration("session_time", time.Since(s.ConnectedAt)))
-	}
-	return err
+	s.counted = true
+	g := s.general()
+	s.guard = stallGuard{nc: s.nc, timeout: g.ProxyCopyDataTimeout}
+	s.crd = protocol.NewReader(&s.guard, 0, MaxClientMessage)
+	s.cmem = memlimit.NewAccount(s.env.Memory)
+	return s.run(ctx)
 }
 
 // readStartup handles SSLRequest (TLS when configured, else 'N'),

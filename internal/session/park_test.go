@@ -1,0 +1,77 @@
+package session_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// Idle clients are parked without a goroutine and resume when they speak.
+func TestIdleClientsParked(t *testing.T) {
+	d := start(t, "", "transaction", 4)
+	ctx := context.Background()
+	const n = 60
+	base := runtime.NumGoroutine()
+	conns := make([]*pgx.Conn, n)
+	for i := range conns {
+		conns[i] = connect(t, d.DSN("app", "app-secret", "appdb"))
+		var got int
+		require.NoError(t, conns[i].QueryRow(ctx, "SELECT $1::int", i).Scan(&got))
+		require.Equal(t, i, got)
+	}
+	// With a goroutine per client there would be n more than base.
+	require.Eventually(t, func() bool { return runtime.NumGoroutine() < base+n/4 }, 5*time.Second, 20*time.Millisecond,
+		"idle clients hold no goroutine: %d goroutines, %d before the clients", runtime.NumGoroutine(), base)
+	require.Equal(t, n, d.Daemon.Clients.Len())
+
+	// Every parked client resumes, in a transaction too.
+	for i, c := range conns {
+		tx, err := c.Begin(ctx)
+		require.NoError(t, err)
+		var got string
+		require.NoError(t, tx.QueryRow(ctx, "SELECT $1::text", fmt.Sprint("again ", i)).Scan(&got))
+		require.Equal(t, fmt.Sprint("again ", i), got)
+		require.NoError(t, tx.Commit(ctx))
+	}
+
+	// A parked client that goes away (reset) ends its session.
+	require.Eventually(t, func() bool { return runtime.NumGoroutine() < base+n/4 }, 5*time.Second, 20*time.Millisecond)
+	raw, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", d.Port))
+	require.NoError(t, err)
+	_ = raw.Close() // no startup: ends at once, not parked
+	for _, c := range conns[:10] {
+		nc := c.PgConn().Conn()
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+		_ = nc.Close()
+	}
+	require.Eventually(t, func() bool { return d.Daemon.Clients.Len() == n-10 }, 5*time.Second, 20*time.Millisecond)
+}
+
+// Shutdown ends parked clients at once with 58006.
+func TestParkedClientsShutdown(t *testing.T) {
+	d := start(t, "  shutdown_timeout: 10s", "transaction", 2)
+	ctx := context.Background()
+	base := runtime.NumGoroutine()
+	conns := make([]*pgx.Conn, 20)
+	for i := range conns {
+		conns[i] = connect(t, d.DSN("app", "app-secret", "appdb"))
+		require.NoError(t, conns[i].Ping(ctx))
+	}
+	require.Eventually(t, func() bool { return runtime.NumGoroutine() < base+5 }, 5*time.Second, 20*time.Millisecond)
+	begin := time.Now()
+	d.Daemon.Shutdown()
+	require.NoError(t, d.Wait(5*time.Second))
+	require.Less(t, time.Since(begin), 3*time.Second, "idle clients do not wait for shutdown_timeout")
+	for _, c := range conns {
+		_, err := c.Exec(ctx, "SELECT 1")
+		require.Error(t, err)
+	}
+}
