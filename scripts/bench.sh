@@ -6,7 +6,10 @@
 # Knobs (environment): BENCH_TIME (seconds per run, 7), BENCH_ROUNDS (2),
 # BENCH_SCALE (10), BENCH_CLIENTS (10,100,400), BENCH_JOBS (2),
 # BENCH_POOL_SIZE (40), BENCH_PREPARED_CLIENTS (100),
-# BENCH_PREPARED_POOL_SIZE (10), BENCH_IDLE_CLIENTS (2000), BENCH_KEEP=1,
+# BENCH_PREPARED_POOL_SIZE (10), BENCH_IDLE_CLIENTS (2000,max: "max" is
+# as many as the open-file limit allows), BENCH_IDLE_MAX (caps max),
+# BENCH_PROFILE_TXS (2000: pgbench -t per client of the strace and perf
+# runs), BENCH_KEEP=1 (keeps the work directory with strace and perf output),
 # BENCH_JSON=<file> (also save raw results; re-render with
 # `go run ./bench/cmd/benchrun -render <file>`), BENCH_TLS_CLIENTS (10,100),
 # BENCH_TLS_CONNECT_CLIENTS (10, for pgbench -C), BENCH_ONLY=proxy (only the
@@ -19,8 +22,9 @@ case "${BENCH_ONLY:-}" in
 esac
 scripts/deps.sh bench
 [ -x bin/pg_doorman ] || make -s build
-# 2,000 idle clients need file descriptors in the client and both poolers;
-# benchrun raises the soft limit itself, this raises it for everyone else.
+# Idle clients need file descriptors in the client and both poolers;
+# benchrun raises the soft limit to the hard one itself, this raises it for
+# everyone else.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 mkdir -p docs
 if [ "${BENCH_ONLY:-}" != proxy ]; then
