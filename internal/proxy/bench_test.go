@@ -167,14 +167,7 @@ clusters:
         listen: "127.0.0.1:%d"
         roles: ["leader"]
 `, api, patroniURL, port)
-	path := filepath.Join(t.TempDir(), "patroni_proxy.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
-	cmd := exec.Command(bin, "--log-level", "warn", path)
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	cmd, out := startChild(t, "patroni_proxy.yaml", cfg, "", bin, "--log-level", "warn")
 	ready := fmt.Sprintf("http://127.0.0.1:%d/ready", api)
 	require.Eventually(t, func() bool {
 		resp, err := http.Get(ready)
@@ -241,13 +234,7 @@ listen pg
     bind 127.0.0.1:%d
     server pg %s:%d
 `, listen, host, port)
-	path := filepath.Join(t.TempDir(), "haproxy.cfg")
-	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
-	cmd := exec.Command(bin, "-db", "-f", path)
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, cmd.Start(), "HAProxy is needed for the comparison: apt-get install haproxy")
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	cmd, out := startChild(t, "haproxy.cfg", cfg, "HAProxy is needed for the comparison: apt-get install haproxy", bin, "-db", "-f")
 	require.Eventually(t, func() bool {
 		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(listen)), time.Second)
 		if err != nil {
@@ -257,4 +244,21 @@ listen pg
 		return true
 	}, 10*time.Second, 20*time.Millisecond, "haproxy did not listen: %s", out.String())
 	return listen, cmd.Process.Pid
+}
+
+// startChild writes cfg to a temporary file named name and starts bin with
+// args and that file's path last, as a child that dies with the test (and
+// is killed at cleanup); its output collects in the returned buffer. hint
+// says how to get bin when it does not start.
+func startChild(t *testing.T, name, cfg, hint, bin string, args ...string) (*exec.Cmd, *lockedBuffer) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
+	cmd := exec.Command(bin, append(args, path)...)
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, cmd.Start(), hint)
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, out
 }
