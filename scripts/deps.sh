@@ -8,7 +8,7 @@ case "${1:-run}" in
          # node-postgres tests need node and npm; the machine image brings
          # its own Node.js, Debian's is the fallback.
          command -v npm >/dev/null || want+=(nodejs npm) ;;
-  bench) want+=(pgbouncer haproxy) ;;
+  bench) want+=(pgbouncer haproxy strace linux-perf) ;;
 esac
 missing=()
 for p in "${want[@]}"; do

@@ -7,13 +7,18 @@
 // fills it with pgbench -i, starts both poolers as child processes with the
 // same pool sizes, runs every case (script x protocol x clients) against
 // the three targets back to back for several rounds (rotating their order),
-// then measures resident memory of fresh pooler instances holding many idle
-// authenticated clients, and renders the Report with render.go. Its TLS
+// records each pooler's CPU per transaction from /proc/PID/stat (cpu.go),
+// then counts the poolers' system calls with strace -c and samples their
+// CPU with perf record during fixed-count runs (profile.go; the parsers in
+// strace.go and perf.go; a missing tool is reported, not fatal), then
+// measures resident memory of fresh pooler instances holding many idle
+// authenticated clients, up to what the open-file limit allows
+// (fdlimit.go), and renders the Report with render.go. Its TLS
 // section (tls.go, render_tls.go; alone with BENCH_ONLY=tls) runs pgbench
 // -S and -C with PGSSLMODE=require through both poolers requiring TLS from
 // clients with one throwaway certificate, and through plaintext instances
-// as the baseline, recording each pooler's CPU per transaction from
-// /proc/PID/stat (cpu.go); it renders into its own file.
+// as the baseline, with the same CPU per transaction; it renders into its
+// own file.
 //
 // Settings come from BENCH_* environment variables (settings.go). Child
 // processes die with the harness (Pdeathsig); PgBouncer runs as the

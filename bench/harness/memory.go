@@ -3,15 +3,19 @@ package harness
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sys/unix"
 )
 
 // Memory is a process's resident set from /proc/<pid>/status, in bytes.
@@ -73,6 +77,7 @@ type IdleResult struct {
 	After       Memory
 	ConnectTime time.Duration
 	Err         string // first connect error, "" when all opened
+	AtLimit     bool   `json:",omitempty"` // Clients is the "max" count: as many as the open-file limit allows
 }
 
 // PerClient is the RSS growth per opened client, in bytes.
@@ -114,20 +119,37 @@ func measureIdle(ctx context.Context, p *pooler, n int) (IdleResult, error) {
 	return res, err
 }
 
-// openIdle opens up to n connections; it returns those that opened and the
-// first error.
+// clientsPerSource is how many idle clients connect from one source
+// address: loopback connections from one address to one port run out of
+// ephemeral ports (net.ipv4.ip_local_port_range, 28,232 by default) well
+// before the counts the memory test may ask for.
+const clientsPerSource = 10000
+
+// sourceAddr is the local address of idle client i: 127.0.0.2, 127.0.0.3,
+// ..., a new one every clientsPerSource clients (all of 127/8 is loopback).
+func sourceAddr(i int) net.IP {
+	k := 2 + i/clientsPerSource
+	return net.IPv4(127, byte(k>>16), byte(k>>8), byte(k))
+}
+
+// openIdle opens up to n connections, client i from sourceAddr(i); it
+// returns those that opened and the first error.
 func openIdle(ctx context.Context, dsn string, n int) ([]*pgconn.PgConn, error) {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse idle client dsn: %w", err)
+	}
 	var (
 		mu       sync.Mutex
 		conns    []*pgconn.PgConn
 		firstErr error
 		wg       sync.WaitGroup
 	)
-	jobs := make(chan struct{})
+	jobs := make(chan int)
 	for range idleConnectWorkers {
 		wg.Go(func() {
-			for range jobs {
-				c, err := pgconn.Connect(ctx, dsn)
+			for i := range jobs {
+				c, err := pgconn.ConnectConfig(ctx, withSource(cfg, sourceAddr(i)))
 				mu.Lock()
 				if err == nil {
 					conns = append(conns, c)
@@ -138,12 +160,32 @@ func openIdle(ctx context.Context, dsn string, n int) ([]*pgconn.PgConn, error) 
 			}
 		})
 	}
-	for range n {
-		jobs <- struct{}{}
+	for i := range n {
+		jobs <- i
 	}
 	close(jobs)
 	wg.Wait()
 	return conns, firstErr
+}
+
+// withSource is a copy of cfg that dials from local address ip.
+// IP_BIND_ADDRESS_NO_PORT leaves the choice of the port to connect(),
+// which may reuse a port that another connection (or one in TIME_WAIT
+// from an earlier count) holds towards a different destination.
+func withSource(cfg *pgconn.Config, ip net.IP) *pgconn.Config {
+	c := cfg.Copy()
+	d := net.Dialer{
+		LocalAddr: &net.TCPAddr{IP: ip},
+		Control: func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			err := rc.Control(func(fd uintptr) {
+				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_BIND_ADDRESS_NO_PORT, 1)
+			})
+			return errors.Join(err, serr)
+		},
+	}
+	c.DialFunc = d.DialContext
+	return c
 }
 
 // settledMemory polls the memory until two readings in a row agree on RSS

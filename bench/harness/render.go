@@ -23,10 +23,13 @@ func Render(r Report) string {
 	renderMachine(&b, r)
 	renderMethod(&b, r)
 	renderThroughput(&b, r)
+	renderCPU(&b, r)
 	renderLatency(&b, r)
 	renderPrepared(&b, r)
 	renderTail(&b, r)
 	renderMemory(&b, r)
+	renderSyscalls(&b, r)
+	renderProfiles(&b, r)
 	renderNotes(&b, r)
 	return b.String()
 }
@@ -56,7 +59,7 @@ func renderMethod(b *strings.Builder, r Report) {
 		fmt.Sprintf("Both poolers in transaction mode with the same pool: %d server connections (the -M prepared test: %d clients on a pool of %d). SCRAM between client and pooler, the pooler logs in to PostgreSQL with the SCRAM keys of the client (passthrough) from the same verifier.", s.PoolSize, s.PreparedClients, s.PreparedPoolSize),
 		"PgBouncer: `auth_type = scram-sha-256`, `auth_file` with the verifier, connection logging off, everything else default (one process, one thread). pg_doorman: `bin/pg_doorman` of this commit, connection logging off, log level warn, everything else default (GOMAXPROCS = nproc).",
 		fmt.Sprintf("Interleaved: for every case the three targets run back to back, %d round(s), the order of the targets rotated per case and round. TPS is the median over rounds (of two rounds: the mean), excluding the connection time; latency percentiles are nearest-rank over every transaction of every round, from the `-l` logs.", s.Rounds),
-		fmt.Sprintf("Idle clients: a fresh instance of each pooler; a Go program (pgconn) opens %d connections that authenticate and stay idle; RSS is VmRSS from /proc/<pid>/status before and after, VmHWM is the peak.", s.IdleClients),
+		fmt.Sprintf("Idle clients: for each count (%s), a fresh instance of each pooler; a Go program (pgconn, %d logins at a time) opens that many connections that authenticate and stay idle, from source addresses 127.0.0.2, 127.0.0.3, ... (a new one every %d clients, so that no address runs out of ephemeral ports); RSS is VmRSS from /proc/<pid>/status before and after, VmHWM is the peak.", idleCountsText(s.IdleCounts), idleConnectWorkers, clientsPerSource),
 		"pgbench, PostgreSQL, the pooler and (for the memory test) the client program share the same CPUs.",
 	}
 	for _, l := range lines {
@@ -164,20 +167,59 @@ func renderTail(b *strings.Builder, r Report) {
 func renderMemory(b *strings.Builder, r Report) {
 	fmt.Fprintf(b, "## 4. Memory per idle client\n\n")
 	fmt.Fprintf(b, "| pooler | clients open | RSS before | RSS with clients | VmHWM | bytes per idle client | time to open |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	var errs []string
 	for _, i := range r.Idle {
 		fmt.Fprintf(b, "| %s | %d of %d | %s | %s | %s | %.0f | %s |\n", i.Pooler, i.Opened, i.Clients,
 			mib(i.Before.RSS), mib(i.After.RSS), mib(i.After.Peak), i.PerClient(), i.ConnectTime.Round(10*time.Millisecond))
 		if i.Err != "" {
-			fmt.Fprintf(b, "\n%s: first connect error: %s\n\n", i.Pooler, cell(i.Err))
+			errs = append(errs, fmt.Sprintf("- %s, %d clients: first connect error: %s", i.Pooler, i.Clients, cell(i.Err)))
 		}
 	}
-	fmt.Fprintf(b, "\nMemory of the poolers used for sections 1-2, after the throughput matrix:\n\n| pooler | VmRSS | VmHWM (peak) |\n|---|--:|--:|\n")
+	b.WriteString("\n")
+	if len(errs) > 0 {
+		b.WriteString(strings.Join(errs, "\n") + "\n\n")
+	}
+	if n := idleLimitNote(r.IdleLimit); n != "" {
+		b.WriteString(n + "\n\n")
+	}
+	fmt.Fprintf(b, "Memory of the poolers used for sections 1-2, after the throughput matrix:\n\n| pooler | VmRSS | VmHWM (peak) |\n|---|--:|--:|\n")
 	for _, name := range []string{TargetPgBouncer, TargetDoorman} {
 		if m, ok := r.LoadMemory[name]; ok {
 			fmt.Fprintf(b, "| %s | %s | %s |\n", name, mib(m.RSS), mib(m.Peak))
 		}
 	}
 	b.WriteString("\n")
+}
+
+// idleCountsText is BENCH_IDLE_CLIENTS as written: "2000, max".
+func idleCountsText(counts []int) string {
+	var f []string
+	for _, n := range counts {
+		if n == IdleMax {
+			f = append(f, "max")
+		} else {
+			f = append(f, fmt.Sprint(n))
+		}
+	}
+	return strings.Join(f, ", ")
+}
+
+// idleLimitNote says what bounded the largest idle count, and why the
+// issue's 50,000 was not run when it was not.
+func idleLimitNote(l IdleLimit) string {
+	if l.FileLimit == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("The largest count (max) is what the open-file limit allows: every idle client is a descriptor in the pooler and one in the client program, both have RLIMIT_NOFILE hard limit %d here (the soft limit raised to it; the poolers inherit it), and max = %d - %d kept free = %d.",
+		l.FileLimit, l.FileLimit, idleFDMargin, l.FileLimit-idleFDMargin)
+	if l.Cap > 0 {
+		s += fmt.Sprintf(" BENCH_IDLE_MAX lowered it to %d for this run.", l.Cap)
+	}
+	if l.Max < issueIdleClients {
+		s += fmt.Sprintf(" %d idle clients were not run: they need a hard limit above %d, which only a process with CAP_SYS_RESOURCE (or the machine's own limits) can set, and this machine has neither.",
+			issueIdleClients, issueIdleClients+idleFDMargin)
+	}
+	return s
 }
 
 func tps(v float64) string {

@@ -55,46 +55,26 @@ func renderTLSMethod(b *strings.Builder, r Report) {
 
 func renderTLSThroughput(b *strings.Builder, cases []CaseResult) {
 	fmt.Fprintf(b, "## TPS and pooler CPU per transaction, pgbench -S over TLS\n\n")
-	fmt.Fprintf(b, "| -M | clients | pgbouncer TPS | pg_doorman TPS | doorman / pgbouncer | pgbouncer µs CPU/tx | pg_doorman µs CPU/tx | doorman / pgbouncer CPU |\n")
-	fmt.Fprintf(b, "|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	writePoolerHeader(b, "| -M | clients", "|---|--:", "TPS", "tx")
 	for _, c := range cases {
-		writeTLSRow(b, fmt.Sprintf("%s | %d", c.Mode, c.Clients), c, TargetPgBouncer, TargetDoorman)
+		writePoolerRow(b, fmt.Sprintf("%s | %d", c.Mode, c.Clients), c, TargetPgBouncer, TargetDoorman)
 	}
 	fmt.Fprintf(b, "\nThe same through the poolers without TLS (baseline, same runs interleaved):\n\n")
-	fmt.Fprintf(b, "| -M | clients | pgbouncer TPS | pg_doorman TPS | doorman / pgbouncer | pgbouncer µs CPU/tx | pg_doorman µs CPU/tx | doorman / pgbouncer CPU |\n")
-	fmt.Fprintf(b, "|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	writePoolerHeader(b, "| -M | clients", "|---|--:", "TPS", "tx")
 	for _, c := range cases {
-		writeTLSRow(b, fmt.Sprintf("%s | %d", c.Mode, c.Clients), c, TargetPgBouncerPlain, TargetDoormanPlain)
+		writePoolerRow(b, fmt.Sprintf("%s | %d", c.Mode, c.Clients), c, TargetPgBouncerPlain, TargetDoormanPlain)
 	}
 	b.WriteString("\n")
 }
 
 func renderTLSConnect(b *strings.Builder, cases []CaseResult) {
 	fmt.Fprintf(b, "## Connect rate, pgbench -C -S (a new connection per transaction)\n\n")
-	fmt.Fprintf(b, "| TLS | clients | pgbouncer connections/s | pg_doorman connections/s | doorman / pgbouncer | pgbouncer µs CPU/connection | pg_doorman µs CPU/connection | doorman / pgbouncer CPU |\n")
-	fmt.Fprintf(b, "|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	writePoolerHeader(b, "| TLS | clients", "|---|--:", "connections/s", "connection")
 	for _, c := range cases {
-		writeTLSRow(b, fmt.Sprintf("require | %d", c.Clients), c, TargetPgBouncer, TargetDoorman)
-		writeTLSRow(b, fmt.Sprintf("no | %d", c.Clients), c, TargetPgBouncerPlain, TargetDoormanPlain)
+		writePoolerRow(b, fmt.Sprintf("require | %d", c.Clients), c, TargetPgBouncer, TargetDoorman)
+		writePoolerRow(b, fmt.Sprintf("no | %d", c.Clients), c, TargetPgBouncerPlain, TargetDoormanPlain)
 	}
 	b.WriteString("\n")
-}
-
-// writeTLSRow writes "| lead | TPS | TPS | ratio | CPU | CPU | ratio |" for
-// PgBouncer target p and pg_doorman target d of case c.
-func writeTLSRow(b *strings.Builder, lead string, c CaseResult, p, d string) {
-	pt, dt := c.TPS(p), c.TPS(d)
-	pc, dc := c.CPUPerTx(p), c.CPUPerTx(d)
-	fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", lead, tps(pt), tps(dt), ratio(dt, pt),
-		micros(pc), micros(dc), ratio(float64(dc), float64(pc)))
-}
-
-// micros is a CPU time per transaction in µs, "n/a" when unmeasured.
-func micros(d time.Duration) string {
-	if d == 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.1f", float64(d)/float64(time.Microsecond))
 }
 
 // tlsSpreadNote is spreadNote over the TLS section's targets.

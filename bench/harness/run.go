@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 
@@ -23,6 +24,9 @@ type Report struct {
 	Prepared   []CaseResult
 	LoadMemory map[string]Memory // poolers' memory after the matrix
 	Idle       []IdleResult
+	IdleLimit  IdleLimit
+	Syscalls   []SyscallResult // strace -c runs, after the matrix
+	Profiles   []ProfileResult // perf record runs, after the matrix
 	TLS        TLSReport
 }
 
@@ -33,7 +37,13 @@ func Run(ctx context.Context, s Settings, progress io.Writer) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	if err := raiseFileLimit(s.IdleClients + s.MaxClients() + 1024); err != nil {
+	hard, err := raiseFileLimitToHard()
+	if err != nil {
+		return rep, err
+	}
+	rep.IdleLimit = newIdleLimit(hard, s.IdleMaxCap)
+	idleCounts, err := rep.IdleLimit.resolve(s.IdleCounts)
+	if err != nil {
 		return rep, err
 	}
 	dir, err := makeWorkDir()
@@ -57,13 +67,13 @@ func Run(ctx context.Context, s Settings, progress io.Writer) (Report, error) {
 	rep.Machine.Postgres = pg.version
 	rep.MaxConns = pg.maxConns
 	cfg := poolerConfig{dir: dir, pgPort: pg.Port, verifier: pg.verifier, poolSize: s.PoolSize,
-		prepSize: s.PreparedPoolSize, maxClients: s.IdleClients + s.MaxClients() + 100}
+		prepSize: s.PreparedPoolSize, maxClients: slices.Max(append([]int{0}, idleCounts...)) + s.MaxClients() + 100}
 	rn := &runner{pgbench: pgbenchBin, settings: s, logDir: dir, progress: progress}
 	if s.Only != OnlyTLS {
 		if err := runLoad(ctx, s, cfg, rn, &rep); err != nil {
 			return rep, err
 		}
-		if err := runIdleAll(ctx, s, cfg, progress, &rep); err != nil {
+		if err := runIdleAll(ctx, s, idleCounts, cfg, progress, &rep); err != nil {
 			return rep, err
 		}
 	}
@@ -75,25 +85,30 @@ func Run(ctx context.Context, s Settings, progress io.Writer) (Report, error) {
 	return rep, nil
 }
 
-// runIdleAll measures idle clients of a fresh pg_doorman and PgBouncer.
-func runIdleAll(ctx context.Context, s Settings, cfg poolerConfig, progress io.Writer, rep *Report) error {
+// runIdleAll measures idle clients of a fresh pg_doorman and PgBouncer,
+// for each count.
+func runIdleAll(ctx context.Context, s Settings, counts []int, cfg poolerConfig, progress io.Writer, rep *Report) error {
 	idle := []struct {
 		tag, bin string
 		start    startFunc
 	}{{"doorman-idle", s.DoormanBin, startDoorman}, {"pgbouncer-idle", s.PgBouncerBin, startPgBouncer}}
-	for _, p := range idle {
-		res, err := runIdle(ctx, s.IdleClients, cfg, p.start, p.bin, p.tag)
-		if err != nil {
-			return err
+	for i, n := range counts {
+		for _, p := range idle {
+			res, err := runIdle(ctx, n, cfg, p.start, p.bin, p.tag)
+			if err != nil {
+				return err
+			}
+			res.AtLimit = s.IdleCounts[i] == IdleMax
+			fmt.Fprintf(progress, "idle clients: %s holds %d of %d clients with %.0f bytes each, opened in %s\n",
+				res.Pooler, res.Opened, n, res.PerClient(), res.ConnectTime.Round(time.Millisecond))
+			rep.Idle = append(rep.Idle, res)
 		}
-		fmt.Fprintf(progress, "idle clients: %s holds %d clients with %.0f bytes each\n", res.Pooler, res.Opened, res.PerClient())
-		rep.Idle = append(rep.Idle, res)
 	}
 	return nil
 }
 
-// runLoad runs the throughput matrix and the -M prepared cases through one
-// pg_doorman and one PgBouncer.
+// runLoad runs the throughput matrix, the -M prepared cases and then the
+// strace and perf runs through one pg_doorman and one PgBouncer.
 func runLoad(ctx context.Context, s Settings, cfg poolerConfig, rn *runner, rep *Report) (err error) {
 	doorman, err := startDoorman(ctx, s.DoormanBin, "doorman", cfg)
 	if err != nil {
@@ -125,7 +140,11 @@ func runLoad(ctx context.Context, s Settings, cfg poolerConfig, rn *runner, rep 
 		{Script: ScriptSelectOnly, Mode: "prepared", Clients: s.PreparedClients},
 		{Script: ScriptTPCB, Mode: "prepared", Clients: s.PreparedClients},
 	}
-	rep.Prepared, err = rn.runCases(ctx, prepared, targets, 1)
+	if rep.Prepared, err = rn.runCases(ctx, prepared, targets, 1); err != nil {
+		return err
+	}
+	poolers := []target{poolerTarget(TargetPgBouncer, bouncer, benchDB), poolerTarget(TargetDoorman, doorman, benchDB)}
+	rep.Syscalls, rep.Profiles, err = rn.runProfiles(ctx, poolers)
 	return err
 }
 

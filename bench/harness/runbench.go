@@ -34,6 +34,7 @@ type runSpec struct {
 	logDir  string        // where the -l files go; emptied after reading
 	sslmode string        // PGSSLMODE; "" leaves libpq's default
 	connect bool          // -C: a new connection for every transaction
+	wrap    []string      // a command pgbench runs under (perf record ... --); nil: none
 }
 
 // runResult is what one pgbench run gave.
@@ -74,6 +75,10 @@ func runPgbench(ctx context.Context, bin string, spec runSpec) (runResult, error
 	// pgbench -T does not stop clients stuck in a wait; bound the whole run.
 	ctx, cancel := context.WithTimeout(ctx, spec.dur+2*time.Minute)
 	defer cancel()
+	if len(spec.wrap) > 0 {
+		args = append(append(spec.wrap[1:len(spec.wrap):len(spec.wrap)], bin), args...)
+		bin = spec.wrap[0]
+	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "PGPASSWORD="+benchPassword)
 	if spec.sslmode != "" {

@@ -18,7 +18,9 @@ type Settings struct {
 	PoolSize          int           // BENCH_POOL_SIZE: server connections per pooler pool
 	PreparedClients   int           // BENCH_PREPARED_CLIENTS: clients of the -M prepared run
 	PreparedPoolSize  int           // BENCH_PREPARED_POOL_SIZE: pool of the -M prepared run
-	IdleClients       int           // BENCH_IDLE_CLIENTS: idle clients of the memory test
+	IdleCounts        []int         // BENCH_IDLE_CLIENTS: idle client counts of the memory test; IdleMax in it: as many as the fd limit allows
+	IdleMaxCap        int           // BENCH_IDLE_MAX: caps the "max" count (0: the fd limit alone)
+	ProfileTxs        int           // BENCH_PROFILE_TXS: pgbench -t (per client) of the strace and perf runs
 	Keep              bool          // BENCH_KEEP=1: keep the work directory
 	TLSClients        []int         // BENCH_TLS_CLIENTS: client counts of the TLS section
 	TLSConnectClients int           // BENCH_TLS_CONNECT_CLIENTS: clients of the pgbench -C run over TLS
@@ -34,7 +36,8 @@ type Settings struct {
 func DefaultSettings() Settings {
 	return Settings{
 		Duration: 7 * time.Second, Rounds: 2, Scale: 10, Clients: []int{10, 100, 400},
-		Jobs: 2, PoolSize: 40, PreparedClients: 100, PreparedPoolSize: 10, IdleClients: 2000,
+		Jobs: 2, PoolSize: 40, PreparedClients: 100, PreparedPoolSize: 10,
+		IdleCounts: []int{2000, IdleMax}, ProfileTxs: 2000,
 		TLSClients: []int{10, 100}, TLSConnectClients: 10,
 		DoormanBin: "bin/pg_doorman", PgBouncerBin: "/usr/sbin/pgbouncer",
 		Out: "docs/benchmarks.md", RepoDir: ".",
@@ -66,7 +69,15 @@ func (s Settings) ApplyEnv(getenv func(string) string) (Settings, error) {
 	positive("BENCH_POOL_SIZE", &s.PoolSize)
 	positive("BENCH_PREPARED_CLIENTS", &s.PreparedClients)
 	positive("BENCH_PREPARED_POOL_SIZE", &s.PreparedPoolSize)
-	positive("BENCH_IDLE_CLIENTS", &s.IdleClients)
+	positive("BENCH_IDLE_MAX", &s.IdleMaxCap)
+	positive("BENCH_PROFILE_TXS", &s.ProfileTxs)
+	if v := getenv("BENCH_IDLE_CLIENTS"); v != "" {
+		counts, err := parseIdleCounts(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("BENCH_IDLE_CLIENTS=%q: %w", v, err))
+		}
+		s.IdleCounts = counts
+	}
 	positive("BENCH_TLS_CONNECT_CLIENTS", &s.TLSConnectClients)
 	for key, dst := range map[string]*[]int{"BENCH_CLIENTS": &s.Clients, "BENCH_TLS_CLIENTS": &s.TLSClients} {
 		if v := getenv(key); v != "" {
@@ -98,6 +109,27 @@ func parseClients(v string) ([]int, error) {
 			return nil, fmt.Errorf("%q: want a positive integer", f)
 		}
 		out = append(out, n)
+	}
+	return out, nil
+}
+
+// IdleMax in Settings.IdleCounts stands for the largest idle client count
+// the open-file limit allows (see idleMax).
+const IdleMax = 0
+
+// parseIdleCounts parses "2000,max": positive counts and "max" (IdleMax).
+func parseIdleCounts(v string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		if strings.TrimSpace(f) == "max" {
+			out = append(out, IdleMax)
+			continue
+		}
+		n, err := parseClients(f)
+		if err != nil {
+			return nil, fmt.Errorf("%w or max", err)
+		}
+		out = append(out, n...)
 	}
 	return out, nil
 }

@@ -35,6 +35,18 @@ func TestApplyEnv(t *testing.T) {
 				s.Clients = nil
 				require.Equal(t, 200, s.MaxClients(), "the TLS section's 200 clients")
 			}},
+		{name: "idle counts", env: map[string]string{"BENCH_IDLE_CLIENTS": "200, max", "BENCH_IDLE_MAX": "500", "BENCH_PROFILE_TXS": "100"},
+			check: func(t *testing.T, s Settings) {
+				require.Equal(t, []int{200, IdleMax}, s.IdleCounts)
+				require.Equal(t, 500, s.IdleMaxCap)
+				require.Equal(t, 100, s.ProfileTxs)
+			}},
+		{name: "idle counts default", env: nil, check: func(t *testing.T, s Settings) {
+			require.Equal(t, []int{2000, IdleMax}, s.IdleCounts)
+			require.Zero(t, s.IdleMaxCap)
+		}},
+		{name: "bad idle counts", env: map[string]string{"BENCH_IDLE_CLIENTS": "2000,lots", "BENCH_IDLE_MAX": "-5"},
+			wantErr: []string{`BENCH_IDLE_CLIENTS="2000,lots": "lots": want a positive integer or max`, `BENCH_IDLE_MAX="-5"`}},
 		{name: "every bad variable reported", env: map[string]string{"BENCH_TIME": "0", "BENCH_SCALE": "big", "BENCH_CLIENTS": "10,x",
 			"BENCH_TLS_CLIENTS": "-1", "BENCH_ONLY": "proxy"},
 			wantErr: []string{`BENCH_TIME="0"`, `BENCH_SCALE="big"`, `BENCH_CLIENTS="10,x"`, `BENCH_TLS_CLIENTS="-1"`, `BENCH_ONLY="proxy"`}},

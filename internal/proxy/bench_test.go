@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +16,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"github.com/doorman-go/doorman/internal/patroni"
+	"github.com/doorman-go/doorman/internal/patroni/patronitest"
 	"github.com/doorman-go/doorman/internal/pgtest"
 )
 
@@ -25,13 +26,6 @@ var (
 	tpsRE = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
 	txRE  = regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
 )
-
-// selfCPU is the CPU time (user + system) this process has used.
-func selfCPU(t *testing.T) time.Duration {
-	var ru syscall.Rusage
-	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // statFields returns the fields of /proc/pid/stat from field 3 (state) on:
 // index i holds field i+3. The command name before them is in parentheses
@@ -60,10 +54,15 @@ func procCPU(t *testing.T, pid int) time.Duration {
 	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
-// TestPgbenchRatio compares pgbench -S through the proxy with pgbench -S
-// straight to PostgreSQL (the "make bench" number; aim: >= 0.95) and, for
-// scale, through HAProxy in TCP mode in the same run. It runs only with
-// PROXY_BENCH=1; PROXY_BENCH_SECONDS sets each run's length.
+// TestPgbenchRatio compares pgbench -S through patroni_proxy with pgbench
+// -S straight to PostgreSQL (the "make bench" number; aim: >= 0.95) and,
+// for scale, through HAProxy in TCP mode in the same run, with each
+// proxy's CPU per transaction. The proxy is the built binary
+// (PROXY_BENCH_BIN, default bin/patroni_proxy: make build) run as a child,
+// so that its CPU is its own and not the test's. It runs only with
+// PROXY_BENCH=1; PROXY_BENCH_SECONDS sets each run's length. Results are
+// logged as Markdown table rows prefixed "proxybench: ", which
+// scripts/bench.sh collects into docs/benchmarks-proxy.md.
 func TestPgbenchRatio(t *testing.T) {
 	if os.Getenv("PROXY_BENCH") != "1" {
 		t.Skip("set PROXY_BENCH=1 to compare pgbench -S through the proxy with direct")
@@ -77,20 +76,28 @@ func TestPgbenchRatio(t *testing.T) {
 	pg := pgtest.Start(t, pgtest.Options{})
 	out, err := exec.Command(pgbench, "-i", "-s", "10", "-q", "-h", pg.Host, "-p", strconv.Itoa(pg.Port), "-U", "postgres", "postgres").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	h := newHarness(t, ports("master", roles(leader)),
-		patroni.Member{Name: "n1", Role: patroni.RoleLeader, State: patroni.StateRunning, Host: pg.Host, Port: pg.Port, LagKnown: true})
+	api := patronitest.NewServer(t, []byte(`{"members":[]}`))
+	api.SetCluster(t, &patroni.Cluster{Members: []patroni.Member{
+		{Name: "n1", Role: patroni.RoleLeader, State: patroni.StateRunning, Host: pg.Host, Port: pg.Port, LagKnown: true},
+	}})
 	clients := os.Getenv("PROXY_BENCH_CLIENTS")
 	if clients == "" {
 		clients = "8"
 	}
-	// run returns the TPS of one pgbench run and the CPU time cpu() grew
-	// by per transaction; pin, if set, is the CPU pgbench runs on.
-	run := func(port int, cpu func() time.Duration, pin string) (tps float64, perTx time.Duration) {
+	// run returns the TPS of one pgbench run and the CPU time of process
+	// pid (0: none) per transaction; pin, if set, is the CPU pgbench runs on.
+	run := func(port, pid int, pin string) (tps float64, perTx time.Duration) {
 		args := []string{"-S", "-n", "-M", "prepared", "-c", clients, "-j", "2", "-T", secs,
 			"-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "postgres", "postgres"}
 		cmd := exec.Command(pgbench, args...)
 		if pin != "" {
 			cmd = exec.Command("taskset", append([]string{"-c", pin, pgbench}, args...)...)
+		}
+		cpu := func() time.Duration {
+			if pid == 0 {
+				return 0
+			}
+			return procCPU(t, pid)
 		}
 		before := cpu()
 		out, err := cmd.CombinedOutput()
@@ -107,23 +114,22 @@ func TestPgbenchRatio(t *testing.T) {
 		require.Positive(t, n)
 		return tps, used / time.Duration(n)
 	}
-	none := func() time.Duration { return 0 }
-	self := func() time.Duration { return selfCPU(t) }
 	haPort, haPID := startHAProxy(t, pg.Host, pg.Port)
-	haCPUTime := func() time.Duration { return procCPU(t, haPID) }
-	proxyPort := tcpPort(h.addr("master"))
+	proxyPort, proxyPID := startProxyBinary(t, api.URL())
 
-	direct1, _ := run(pg.Port, none, "")
-	proxied, proxyCPU := run(proxyPort, self, "")
-	ha, haCPU := run(haPort, haCPUTime, "")
-	direct2, _ := run(pg.Port, none, "")
-	direct := (direct1 + direct2) / 2
-	t.Logf("pgbench -S -c %s: direct %.0f tps (runs %.0f, %.0f), through patroni_proxy %.0f tps, ratio %.3f; "+
-		"through HAProxy (mode tcp) %.0f tps, ratio %.3f; patroni_proxy/HAProxy %.3f; "+
-		"proxy CPU per transaction: patroni_proxy %.1f µs, HAProxy %.1f µs",
-		clients, direct, direct1, direct2, proxied, proxied/direct, ha, ha/direct, proxied/ha,
-		float64(proxyCPU.Nanoseconds())/1e3, float64(haCPU.Nanoseconds())/1e3)
-
+	// row runs direct, patroni_proxy, HAProxy, direct and logs one table row.
+	row := func(placement, pin string) {
+		direct1, _ := run(pg.Port, 0, pin)
+		proxied, proxyCPU := run(proxyPort, proxyPID, pin)
+		ha, haCPU := run(haPort, haPID, pin)
+		direct2, _ := run(pg.Port, 0, pin)
+		direct := (direct1 + direct2) / 2
+		t.Logf("proxybench: | %s | %.0f (%.0f, %.0f) | %.0f | %.3f | %.0f | %.3f | %.3f | %.1f | %.1f | %.2f |",
+			placement, direct, direct1, direct2, proxied, proxied/direct, ha, ha/direct, proxied/ha,
+			micros(proxyCPU), micros(haCPU), float64(proxyCPU)/float64(haCPU))
+	}
+	t.Logf("proxybench: pgbench -S -M prepared -c %s -j 2 -T %s", clients, secs)
+	row("shared cores", "")
 	if runtime.NumCPU() < 2 {
 		return
 	}
@@ -131,16 +137,56 @@ func TestPgbenchRatio(t *testing.T) {
 	// Model that: PostgreSQL (the postmaster and every process it has or
 	// forks) and pgbench on CPU 0, the proxies on CPU 1.
 	pinTree(t, pg.PostmasterPID(t), 0)
-	pinSelf(t, 1)
+	pinTree(t, proxyPID, 1)
 	pinTree(t, haPID, 1)
-	d1, _ := run(pg.Port, none, "0")
-	px, _ := run(proxyPort, none, "0")
-	hp, _ := run(haPort, none, "0")
-	d2, _ := run(pg.Port, none, "0")
-	d := (d1 + d2) / 2
-	t.Logf("pgbench -S -c %s pinned (PostgreSQL and pgbench on CPU 0, the proxy on CPU 1): direct %.0f tps (runs %.0f, %.0f), "+
-		"through patroni_proxy %.0f tps, ratio %.3f; through HAProxy %.0f tps, ratio %.3f; patroni_proxy/HAProxy %.3f",
-		clients, d, d1, d2, px, px/d, hp, hp/d, px/hp)
+	row("PostgreSQL and pgbench on CPU 0, proxy on CPU 1", "0")
+}
+
+// micros is d in µs.
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// startProxyBinary runs the built patroni_proxy as a child of the test
+// with one port "master" (role leader) of a cluster whose Patroni is
+// patroniURL, waits until /ready answers 200, and returns the port and the
+// child's pid.
+func startProxyBinary(t *testing.T, patroniURL string) (int, int) {
+	t.Helper()
+	bin := os.Getenv("PROXY_BENCH_BIN")
+	if bin == "" {
+		bin = "../../bin/patroni_proxy"
+	}
+	_, err := os.Stat(bin)
+	require.NoError(t, err, "the benchmark runs the built binary: make build (or set PROXY_BENCH_BIN)")
+	port, api := freeTCPPort(t), freeTCPPort(t)
+	cfg := fmt.Sprintf(`listen_address: "127.0.0.1:%d"
+clusters:
+  bench:
+    hosts: [%q]
+    ports:
+      master:
+        listen: "127.0.0.1:%d"
+        roles: ["leader"]
+`, api, patroniURL, port)
+	cmd, out := startChild(t, "patroni_proxy.yaml", cfg, "", bin, "--log-level", "warn")
+	ready := fmt.Sprintf("http://127.0.0.1:%d/ready", api)
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(ready)
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 10*time.Second, 20*time.Millisecond, "patroni_proxy not ready: %s", out.String())
+	return port, cmd.Process.Pid
+}
+
+// freeTCPPort returns a 127.0.0.1 port that was free a moment ago.
+func freeTCPPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return tcpPort(ln.Addr())
 }
 
 // pinTree pins every thread of pid and of its child processes to cpu
@@ -168,19 +214,6 @@ func pinTree(t *testing.T, pid, cpu int) {
 	}
 }
 
-// pinSelf pins every thread of this process to cpu.
-func pinSelf(t *testing.T, cpu int) {
-	var set unix.CPUSet
-	set.Set(cpu)
-	tasks, err := os.ReadDir("/proc/self/task")
-	require.NoError(t, err)
-	for _, task := range tasks {
-		tid, err := strconv.Atoi(task.Name())
-		require.NoError(t, err)
-		_ = unix.SchedSetaffinity(tid, &set) // a thread may have ended meanwhile
-	}
-}
-
 // startHAProxy runs HAProxy in TCP mode in front of host:port, in the
 // foreground as a child of the test, and returns its listen port and pid.
 func startHAProxy(t *testing.T, host string, port int) (int, int) {
@@ -189,10 +222,7 @@ func startHAProxy(t *testing.T, host string, port int) (int, int) {
 	if err != nil {
 		bin = "/usr/sbin/haproxy"
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	listen := tcpPort(ln.Addr())
-	require.NoError(t, ln.Close())
+	listen := freeTCPPort(t)
 	cfg := fmt.Sprintf(`global
     maxconn 1000
 defaults
@@ -204,13 +234,7 @@ listen pg
     bind 127.0.0.1:%d
     server pg %s:%d
 `, listen, host, port)
-	path := filepath.Join(t.TempDir(), "haproxy.cfg")
-	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
-	cmd := exec.Command(bin, "-db", "-f", path)
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, cmd.Start(), "HAProxy is needed for the comparison: apt-get install haproxy")
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	cmd, out := startChild(t, "haproxy.cfg", cfg, "HAProxy is needed for the comparison: apt-get install haproxy", bin, "-db", "-f")
 	require.Eventually(t, func() bool {
 		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(listen)), time.Second)
 		if err != nil {
@@ -220,4 +244,21 @@ listen pg
 		return true
 	}, 10*time.Second, 20*time.Millisecond, "haproxy did not listen: %s", out.String())
 	return listen, cmd.Process.Pid
+}
+
+// startChild writes cfg to a temporary file named name and starts bin with
+// args and that file's path last, as a child that dies with the test (and
+// is killed at cleanup); its output collects in the returned buffer. hint
+// says how to get bin when it does not start.
+func startChild(t *testing.T, name, cfg, hint, bin string, args ...string) (*exec.Cmd, *lockedBuffer) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
+	cmd := exec.Command(bin, append(args, path)...)
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, cmd.Start(), hint)
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, out
 }
