@@ -13,6 +13,7 @@ import (
 	"github.com/doorman-go/doorman/internal/auth"
 	"github.com/doorman-go/doorman/internal/prepared"
 	"github.com/doorman-go/doorman/internal/protocol"
+	"github.com/doorman-go/doorman/internal/rawio"
 	"github.com/doorman-go/doorman/internal/servertls"
 )
 
@@ -185,7 +186,7 @@ func connectOnce(ctx context.Context, o Options, m *servertls.Material, at serve
 		_ = uc.SetReadBuffer(o.UnixSocketBufferSize)
 		_ = uc.SetWriteBuffer(o.UnixSocketBufferSize)
 	}
-	c := &Conn{nc: nc, raw: nc, Params: map[string]string{}, Network: o.Network, Address: o.Address}
+	c := &Conn{nc: rawio.Wrap(nc), raw: nc, Params: map[string]string{}, Network: o.Network, Address: o.Address}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(dl)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/prepared"
 	"github.com/doorman-go/doorman/internal/protocol"
+	"github.com/doorman-go/doorman/internal/rawio"
 )
 
 // MaxClientMessage bounds one client message (PostgreSQL's own limit).
@@ -232,7 +233,7 @@ func (s *Session) Kill(code, msg string) {
 // then returns early and the session goes on, and ends, in another
 // goroutine.
 func Serve(ctx context.Context, env *Env, nc net.Conn, ended func()) {
-	s := &Session{env: env, nc: nc, raw: nc, ConnectedAt: time.Now(), RemoteAddr: nc.RemoteAddr(), ended: ended}
+	s := &Session{env: env, nc: rawio.Wrap(nc), raw: nc, ConnectedAt: time.Now(), RemoteAddr: nc.RemoteAddr(), ended: ended}
 	_, s.Local = nc.(*net.UnixConn)
 	s.state.Store(StateLogin)
 	s.log = env.Log

@@ -1,0 +1,151 @@
+package rawio
+
+import (
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"unsafe"
+)
+
+// rawWriteMax is the largest write done with a raw system call.
+const rawWriteMax = 64 << 10
+
+// Conn is a net.Conn whose Read and Write use raw system calls when the
+// underlying connection is a plain socket. See the package comment.
+type Conn struct {
+	net.Conn
+	rc syscall.RawConn // nil: Read and Write of Conn itself
+
+	// Like a net.Conn, a Conn may be written (and read) by several
+	// goroutines at once, e.g. the Terminate of a Close while a session
+	// still flushes: each direction's scratch is used under its mutex.
+	rmu, wmu sync.Mutex
+	rd, wr   direction
+	readFn   func(fd uintptr) bool
+	writeFn  func(fd uintptr) bool
+}
+
+// direction is the scratch state of one Read or Write call.
+type direction struct {
+	buf []byte
+	n   int
+	err error
+}
+
+// Wrap returns nc as a Conn; a connection that is not a plain TCP or unix
+// socket keeps its own Read and Write.
+func Wrap(nc net.Conn) *Conn {
+	c := &Conn{Conn: nc}
+	switch nc.(type) {
+	case *net.TCPConn, *net.UnixConn:
+		rc, err := nc.(syscall.Conn).SyscallConn()
+		if err == nil {
+			c.rc = rc
+		}
+	}
+	c.readFn = c.doRead
+	c.writeFn = c.doWrite
+	return c
+}
+
+// SyscallConn returns the underlying connection's, so that a Conn can be
+// parked or have socket options set like the socket itself.
+func (c *Conn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, syscall.EINVAL
+	}
+	return sc.SyscallConn()
+}
+
+// Unwrap returns the wrapped connection.
+func (c *Conn) Unwrap() net.Conn { return c.Conn }
+
+// Read reads into p like net.Conn.Read.
+func (c *Conn) Read(p []byte) (int, error) {
+	if c.rc == nil {
+		return c.Conn.Read(p)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c.rmu.Lock()
+	c.rd = direction{buf: p}
+	err := c.rc.Read(c.readFn)
+	n, rerr := c.rd.n, c.rd.err
+	c.rd = direction{}
+	c.rmu.Unlock()
+	if err != nil {
+		return n, err // deadline or closed, already a *net.OpError
+	}
+	return n, rerr
+}
+
+func (c *Conn) doRead(fd uintptr) bool {
+	b := c.rd.buf
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		switch e {
+		case 0:
+			c.rd.n = int(n)
+			if n == 0 {
+				c.rd.err = io.EOF
+			}
+			return true
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		default:
+			c.rd.err = c.opError("read", e)
+			return true
+		}
+	}
+}
+
+// Write writes p like net.Conn.Write: all of it, or an error.
+func (c *Conn) Write(p []byte) (int, error) {
+	if c.rc == nil || len(p) > rawWriteMax {
+		return c.Conn.Write(p)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c.wmu.Lock()
+	c.wr = direction{buf: p}
+	err := c.rc.Write(c.writeFn)
+	n, werr := c.wr.n, c.wr.err
+	c.wr = direction{}
+	c.wmu.Unlock()
+	if err != nil {
+		return n, err
+	}
+	return n, werr
+}
+
+func (c *Conn) doWrite(fd uintptr) bool {
+	for len(c.wr.buf) > 0 {
+		b := c.wr.buf
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		switch e {
+		case 0:
+			c.wr.n += int(n)
+			c.wr.buf = b[n:]
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false // wait until writable, then go on with the rest
+		default:
+			c.wr.err = c.opError("write", e)
+			return true
+		}
+	}
+	return true
+}
+
+// opError is the error net.Conn would return for errno e.
+func (c *Conn) opError(op string, e syscall.Errno) error {
+	return &net.OpError{Op: op, Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError(op, e)}
+}

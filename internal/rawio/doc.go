@@ -1,0 +1,21 @@
+// Package rawio reads and writes a socket with raw system calls, for the
+// pooler's hot path: a loopback write that wakes PostgreSQL or the client
+// runs the receiver's TCP stack inline and takes 10-20 µs, long enough for
+// the Go runtime's sysmon to find the thread "in a system call", hand its P
+// to another thread (a futex wake and a context switch) and keep itself
+// waking every 20 µs. A raw call is invisible to the scheduler: the thread
+// keeps its P for the few µs the non-blocking call takes, as a
+// single-threaded event loop would. Measured: docs/benchmarks.md.
+//
+// Conn wraps a *net.TCPConn or *net.UnixConn; its Read and Write go through
+// the connection's syscall.RawConn, so they wait for readiness in Go's
+// netpoller, honour deadlines and report a closed connection as the net
+// package does. Other connections (a *tls.Conn) pass through unchanged.
+// Writes larger than rawWriteMax use the ordinary path: copying them may
+// take long enough for the hand-off to be worth it.
+//
+// A Conn is safe for concurrent use like a net.Conn: each direction's
+// scratch fields are used under that direction's mutex, uncontended on the
+// hot path. It owns no buffer: Read and Write use the caller's slices only
+// for the duration of the call.
+package rawio
