@@ -197,7 +197,7 @@ func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transa
 		st.QueryTime.Add(uint64(qt.Microseconds()))
 		s.pool.QueryTimes.Observe(qt)
 	}
-	release := transaction && s.pending == 0 && !s.partial && status == protocol.TxIdle && !s.closing
+	release := transaction && safePoint(s.pending, s.partial, status) && !s.closing
 	if release {
 		s.srv, s.srvDone = nil, nil
 		s.planSet = ""
