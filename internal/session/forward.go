@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -268,8 +268,9 @@ func (s *Session) peekClient(ctx context.Context) (byte, int, error) {
 		_ = s.nc.SetReadDeadline(time.Now().Add(idleRelease))
 		typ, n, err := s.crd.PeekHeader()
 		_ = s.nc.SetReadDeadline(zeroTime)
-		var ne net.Error
-		if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
+		// errors.Is, not errors.As into a net.Error: that would put the
+		// variable on the heap on every wait.
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
 			return typ, n, err
 		}
 		if s.attached() != nil || s.crd.Buffered() > 0 {

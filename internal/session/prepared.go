@@ -144,6 +144,13 @@ func (s *Session) lookup(name []byte) *prepared.Statement {
 // rewriteParse handles a client Parse. Named statements go through the
 // pool cache; a server that already has the statement is not asked again.
 func (s *Session) rewriteParse(srv *backend.Conn, f protocol.Frame, out []byte) []byte {
+	if q, ok := unnamedParseQuery(f.Body()); ok && !mayDeallocate(q) {
+		// The common unnamed Parse, kept as it came without decoding it.
+		s.unnamed = append(s.unnamed[:0], f...)
+		s.unnamedHere = true
+		s.push(request{kind: protocol.MsgParse})
+		return append(out, f...)
+	}
 	var p protocol.Parse
 	if err := p.Decode(f.Body()); err != nil {
 		s.push(request{kind: protocol.MsgParse})
@@ -258,6 +265,25 @@ func (s *Session) noteQuery(body []byte) {
 			s.planSet += string(q) + ";"
 		}
 	}
+}
+
+// unnamedParseQuery returns the query text of a well-formed Parse body of
+// the unnamed statement (empty name, query, parameter type count and that
+// many OIDs), without copying it.
+func unnamedParseQuery(body []byte) ([]byte, bool) {
+	if len(body) < 1 || body[0] != 0 {
+		return nil, false
+	}
+	i := bytes.IndexByte(body[1:], 0)
+	if i < 0 {
+		return nil, false
+	}
+	q, rest := body[1:1+i], body[2+i:]
+	if len(rest) < 2 {
+		return nil, false
+	}
+	n := int(rest[0])<<8 | int(rest[1])
+	return q, len(rest) == 2+4*n
 }
 
 // mayDeallocate reports whether a query text starts with DEALLOCATE: only
@@ -378,6 +404,9 @@ func (s *Session) answerLocally(f protocol.Frame) (bool, error) {
 	var out []byte
 	switch f.Type() {
 	case protocol.MsgParse:
+		if b := f.Body(); len(b) > 0 && b[0] == 0 {
+			return false, nil // unnamed: goes to the server, no need to decode
+		}
 		var p protocol.Parse
 		if p.Decode(f.Body()) != nil || p.Name == "" || s.prep.Get(p.Name) != nil {
 			return false, nil

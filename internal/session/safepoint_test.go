@@ -31,3 +31,29 @@ func TestSafePoint(t *testing.T) {
 		})
 	}
 }
+
+func TestUnnamedParseQuery(t *testing.T) {
+	tests := []struct {
+		name   string
+		body   []byte
+		want   string
+		wantOK bool
+	}{
+		{"no parameters", protocol.Parse{Query: "SELECT 1"}.Encode(nil)[5:], "SELECT 1", true},
+		{"two parameter types", protocol.Parse{Query: "SELECT $1, $2", ParamOIDs: []uint32{23, 25}}.Encode(nil)[5:], "SELECT $1, $2", true},
+		{"named", protocol.Parse{Name: "s1", Query: "SELECT 1"}.Encode(nil)[5:], "", false},
+		{"no query terminator", []byte("\x00SELECT 1"), "", false},
+		{"count without OIDs", []byte("\x00SELECT 1\x00\x00\x02"), "", false},
+		{"bytes after the OIDs", []byte("\x00SELECT 1\x00\x00\x00junk"), "", false},
+		{"empty", nil, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q, ok := unnamedParseQuery(tt.body)
+			require.Equal(t, tt.wantOK, ok)
+			if ok {
+				require.Equal(t, tt.want, string(q))
+			}
+		})
+	}
+}
