@@ -24,8 +24,10 @@
 // server connection so that shutdown_timeout and KILL still cut at once.
 //
 // While a client sits idle between transactions it holds no server
-// connection, no read buffer (the Reader releases it) and exactly one
-// goroutine.
+// connection and, after idleRelease, no read buffer (the Reader releases
+// it) and, over plaintext, no goroutine: it is parked in Env.Parker and
+// resume continues it in a new goroutine. Socket reads and writes go
+// through internal/rawio.
 //
 // Login follows PostgreSQL 15 where a client could tell the difference: an
 // unknown user gets a mock SCRAM exchange, an unknown database is named only
