@@ -190,7 +190,7 @@ func (s *Session) afterFlush(srv *pooler.Conn) error {
 	case pumpYield:
 		s.watch(srv)
 	}
-	return nil
+	return nil // released, or idle in a block: the client loop drives on
 }
 
 // errServerEnded: the server connection failed under the client, or the
@@ -306,7 +306,7 @@ func (s *Session) park(ctx context.Context) bool {
 	}
 	if err := pk.Park(sc, func(idlepark.WakeReason) { s.resume(ctx) }); err != nil {
 		if !errors.Is(err, idlepark.ErrUnsupported) && !errors.Is(err, idlepark.ErrClosed) {
-			s.log.Debug("client not parked", zap.Error(err))
+			s.logger().Debug("client not parked", zap.Error(err))
 		}
 		return false
 	}
@@ -429,7 +429,7 @@ func (s *Session) serverWriteFailed(srv *pooler.Conn, err error) error {
 func (s *Session) acquireFailed(err error) error {
 	code, msg := serverFailure(err)
 	s.fatal(code, msg)
-	s.log.Warn("no server connection for client", zap.Error(err))
+	s.logger().Warn("no server connection for client", zap.Error(err))
 	return fmt.Errorf("acquire server: %w", err)
 }
 
@@ -482,10 +482,12 @@ func (s *Session) detachOnExit() {
 	s.mu.Lock()
 	s.closing = true
 	c, done := s.srv, s.srvDone
+	// No serverLoop: either idle in a transaction block with everything
+	// answered (rolled back and reused), or attached for messages not
+	// yet sent, which the connection already counts with the SETs put
+	// ahead of them (destroyed rather than reused).
+	clean := s.pending == 0 && !s.partial && s.params.n == 0
 	if c != nil && done == nil {
-		// Attached for messages not yet sent (no serverLoop yet): the
-		// connection already counts the SETs put ahead of them as sent,
-		// so it is destroyed rather than reused.
 		s.srv = nil
 		s.resetQueueLocked()
 	}
@@ -495,7 +497,11 @@ func (s *Session) detachOnExit() {
 	}
 	if done == nil {
 		s.pool.Stats.ClientsActive.Add(-1)
-		s.pool.Destroy(c)
+		if clean {
+			s.giveBack(c)
+		} else {
+			s.pool.Destroy(c)
+		}
 		return
 	}
 	_ = c.Value.NetConn().SetReadDeadline(time.Unix(1, 0))

@@ -63,7 +63,7 @@ func (s *Session) clientError(reason, code, msg string) {
 	if s.env.Metrics != nil {
 		s.env.Metrics.ClientError(reason)
 	}
-	s.log.Warn("client session ended by a protocol error", zap.String("reason", reason),
+	s.logger().Warn("client session ended by a protocol error", zap.String("reason", reason),
 		zap.Stringer("addr", s.RemoteAddr), zap.String("error", msg))
 	_ = s.nc.SetWriteDeadline(time.Now().Add(time.Second))
 	s.fatal(code, msg) // and Serve closes without a reset

@@ -50,7 +50,7 @@ func (s *Session) memoryRefused(side, action string, frameLen int) {
 		return
 	}
 	if suppressed, ok := b.LogDue(time.Now()); ok {
-		s.log.Warn("max_memory_usage reached", zap.String("side", side), zap.String("action", action),
+		s.logger().Warn("max_memory_usage reached", zap.String("side", side), zap.String("action", action),
 			zap.Int("message_bytes", frameLen), zap.Int64("used_bytes", b.Used()), zap.Int64("limit_bytes", b.Limit()),
 			zap.Uint64("refusals_not_logged", suppressed))
 	}

@@ -174,7 +174,7 @@ func (s *Session) paramSetDone(conn *backend.Conn, i int) {
 		return
 	}
 	p.failed |= 1 << i
-	s.log.Warn("server rejected a client parameter; not set again in this session",
+	s.logger().Warn("server rejected a client parameter; not set again in this session",
 		zap.String("parameter", k), zap.String("value", s.clientParams[k]),
 		zap.String("sqlstate", p.err.Code), zap.String("error", p.err.Message))
 	p.err = nil

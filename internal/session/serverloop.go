@@ -25,10 +25,17 @@ const (
 	// pumpFailed: the server or the client failed; it has been handled
 	// (c released or destroyed, the client told) and the session ends.
 	pumpFailed
-	// pumpYield (inline only): the server waits for the client (idle in a
-	// transaction, a COPY from the client, extended-protocol messages
-	// after the last Sync); c stays attached.
+	// pumpYield (inline only): the server waits for the client but may
+	// still speak unasked (a COPY from the client, extended-protocol
+	// messages after the last Sync); c stays attached and needs serverLoop.
 	pumpYield
+	// pumpInBlock (inline only): every request is answered and the server
+	// is idle inside a transaction block; c stays attached, and the client
+	// loop drives the client's next request too. As when a client talks
+	// to PostgreSQL directly, anything the server says meanwhile (a FATAL
+	// for idle_in_transaction_session_timeout, a terminated backend) is
+	// read with the answer to that next request.
+	pumpInBlock
 )
 
 // serverLoop is the goroutine that forwards server → client while c is
@@ -136,8 +143,13 @@ func (s *Session) pumpServer(c *pooler.Conn, inline bool) pumpEnd {
 			case rfqFailed:
 				return pumpFailed
 			}
-			if inline && s.answered() {
-				return pumpYield
+			if inline {
+				switch s.answeredState() {
+				case answeredInBlock:
+					return pumpInBlock
+				case answeredPartial:
+					return pumpYield
+				}
 			}
 		case protocol.MsgCopyInResponse, protocol.MsgCopyBothResponse:
 			if inline {
@@ -160,13 +172,28 @@ func (s *Session) pumpServer(c *pooler.Conn, inline bool) pumpEnd {
 	}
 }
 
-// answered reports whether every Query, Sync and FunctionCall sent has had
-// its ReadyForQuery.
-func (s *Session) answered() bool {
+// answeredState says, after a ReadyForQuery that did not release, whether
+// every Query, Sync and FunctionCall sent has had its ReadyForQuery, and
+// if so whether extended-protocol messages were sent after the last Sync.
+func (s *Session) answeredState() answered {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pending == 0
+	switch {
+	case s.pending > 0:
+		return answeredNot
+	case s.partial:
+		return answeredPartial
+	}
+	return answeredInBlock
 }
+
+type answered int
+
+const (
+	answeredNot     answered = iota // more ReadyForQuery to come
+	answeredPartial                 // all answered, messages after the last Sync
+	answeredInBlock                 // all answered: idle in a transaction block
+)
 
 // rfqEnd is what readyForQuery did.
 type rfqEnd int
@@ -259,7 +286,7 @@ func (s *Session) execCleanup(c *pooler.Conn, q string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Value.Exec(ctx, q); err != nil {
-		s.log.Warn("server cleanup failed, closing server connection", zap.String("query", q), zap.Error(err))
+		s.logger().Warn("server cleanup failed, closing server connection", zap.String("query", q), zap.Error(err))
 		s.pool.Destroy(c)
 		return err
 	}
@@ -344,7 +371,7 @@ func (s *Session) serverReadFailed(c *pooler.Conn, err error) {
 	if s.env.Metrics != nil {
 		s.env.Metrics.ServerLost(s.Database, s.User)
 	}
-	s.log.Warn("server connection lost under a client", zap.Uint32("server_pid", c.Value.PID), zap.Error(err))
+	s.logger().Warn("server connection lost under a client", zap.Uint32("server_pid", c.Value.PID), zap.Error(err))
 	s.Kill("08006", "server connection closed unexpectedly: the server process was terminated or the network failed; the transaction state is unknown")
 }
 
@@ -358,7 +385,7 @@ func (s *Session) clientWriteFailed(c *pooler.Conn, err error) {
 	s.pool.Stats.ClientsActive.Add(-1)
 	s.pool.Destroy(c)
 	_ = s.nc.Close()
-	s.log.Debug("client write failed, server connection closed", zap.Error(err))
+	s.logger().Debug("client write failed, server connection closed", zap.Error(err))
 }
 
 func isFatal(body []byte) bool {

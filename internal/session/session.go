@@ -97,7 +97,6 @@ type Session struct {
 	raw   net.Conn
 	crd   *protocol.Reader
 	pool  *pooler.Pool
-	log   *zap.Logger
 	state atomic.Value // string
 
 	wmu sync.Mutex // serialises writes to nc
@@ -160,6 +159,17 @@ type Session struct {
 	guard      stallGuard       // under crd: bounds a message's reads once it has begun
 	cmem       memlimit.Account // crd's grown buffer against max_memory_usage
 	skipToSync bool             // a refused extended-protocol message: drop messages up to Sync
+}
+
+// logger is the session's logger, with its id, user and database once
+// known. It is built when a line is logged, not kept: a kept zap.Logger
+// With fields holds its encoder's buffer (1 KiB), which an idle client
+// should not pay for, and sessions log rarely.
+func (s *Session) logger() *zap.Logger {
+	if !s.registered {
+		return s.env.Log
+	}
+	return s.env.Log.With(zap.Uint64("session", s.ID), zap.String("user", s.User), zap.String("database", s.Database))
 }
 
 // State returns the client's state for SHOW CLIENTS.
@@ -236,7 +246,6 @@ func Serve(ctx context.Context, env *Env, nc net.Conn, ended func()) {
 	s := &Session{env: env, nc: rawio.Wrap(nc), raw: nc, ConnectedAt: time.Now(), RemoteAddr: nc.RemoteAddr(), ended: ended}
 	_, s.Local = nc.(*net.UnixConn)
 	s.state.Store(StateLogin)
-	s.log = env.Log
 	s.end(s.serve(ctx))
 }
 
@@ -249,7 +258,7 @@ func (s *Session) end(err error) {
 	if s.counted {
 		s.pool.Stats.Clients.Add(-1)
 		if s.general().LogClientDisconnections {
-			s.log.Info("client disconnected", zap.Stringer("addr", s.RemoteAddr), zap.Duration("session_time", time.Since(s.ConnectedAt)))
+			s.logger().Info("client disconnected", zap.Stringer("addr", s.RemoteAddr), zap.Duration("session_time", time.Since(s.ConnectedAt)))
 		}
 	}
 	if s.registered {
@@ -257,8 +266,7 @@ func (s *Session) end(err error) {
 	}
 	s.close()
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, errClientGone) {
-		s.log.Debug("client session ended", zap.Uint64("session", s.ID), zap.String("user", s.User),
-			zap.String("database", s.Database), zap.Stringer("addr", s.RemoteAddr), zap.Error(err))
+		s.logger().Debug("client session ended", zap.Stringer("addr", s.RemoteAddr), zap.Error(err))
 	}
 	if s.ended != nil {
 		s.ended()
@@ -281,7 +289,6 @@ func (s *Session) serve(ctx context.Context) error {
 	s.AppName = sm.Parameters["application_name"]
 	s.env.Clients.add(s)
 	s.registered = true
-	s.log = s.log.With(zap.Uint64("session", s.ID), zap.String("user", s.User), zap.String("database", s.Database))
 
 	if AdminDatabases[s.Database] {
 		return s.serveAdmin(ctx)
@@ -291,7 +298,7 @@ func (s *Session) serve(ctx context.Context) error {
 	}
 	_ = s.nc.SetDeadline(time.Time{})
 	if s.general().LogClientConnections {
-		s.log.Info("client connected", zap.Stringer("addr", s.RemoteAddr), zap.String("application_name", s.AppName),
+		s.logger().Info("client connected", zap.Stringer("addr", s.RemoteAddr), zap.String("application_name", s.AppName),
 			zap.String("tls", s.tlsInfo), zap.String("client_certificate", s.tlsPeer))
 	}
 	s.pool.Stats.Clients.Add(1)
@@ -469,7 +476,7 @@ func (s *Session) forwardCancel(ctx context.Context, m *protocol.CancelRequest) 
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := srv.Cancel(ctx); err != nil {
-		s.log.Warn("cancel request failed", zap.Error(err))
+		s.logger().Warn("cancel request failed", zap.Error(err))
 	}
 }
 

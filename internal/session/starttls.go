@@ -123,7 +123,7 @@ func (s *Session) handshake(ctx context.Context, conn net.Conn, direct bool) err
 		reason := clienttls.FailureReason(err)
 		s.tlsCount(reason)
 		s.loginFailed("tls")
-		s.log.Debug("client TLS handshake failed", zap.Stringer("addr", s.RemoteAddr), zap.Bool("direct", direct),
+		s.logger().Debug("client TLS handshake failed", zap.Stringer("addr", s.RemoteAddr), zap.Bool("direct", direct),
 			zap.String("reason", reason), zap.Error(err))
 		return err
 	}
