@@ -104,3 +104,17 @@ func TestForwardPathAllocations(t *testing.T) {
 		})
 	}
 }
+
+// pgconnConnect logs in and keeps only the socket, so that a test holding
+// many idle clients holds no driver state for them.
+func pgconnConnect(ctx context.Context, dsn string) (net.Conn, error) {
+	pc, err := pgconn.Connect(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	hc, err := pc.Hijack()
+	if err != nil {
+		return nil, err
+	}
+	return hc.Conn, nil
+}

@@ -254,16 +254,18 @@ var errParked = errors.New("client parked")
 // waits without a buffer when it cannot be parked). Between transactions
 // may begin during the wait, when serverLoop releases the server.
 func (s *Session) peekClient(ctx context.Context) (byte, int, error) {
+	if s.resumed {
+		// Woken because the socket is readable: read it, do not wait.
+		s.resumed = false
+		return s.crd.PeekHeader()
+	}
 	for {
-		if s.crd.Buffered() > 0 || s.crd.Released() {
+		if s.crd.Buffered() > 0 {
 			return s.crd.PeekHeader()
 		}
 		if s.attached() == nil {
 			s.crd.Shrink() // a buffer grown for a large message goes back now
 			s.cmem.Set(grownSize(s.crd))
-			if s.crd.Released() {
-				return s.crd.PeekHeader()
-			}
 		}
 		_ = s.nc.SetReadDeadline(time.Now().Add(idleRelease))
 		typ, n, err := s.crd.PeekHeader()
@@ -321,6 +323,7 @@ func (s *Session) resume(ctx context.Context) {
 	s.mu.Lock()
 	s.parked = false
 	s.mu.Unlock()
+	s.resumed = true
 	s.end(s.run(ctx))
 }
 

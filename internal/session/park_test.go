@@ -75,3 +75,45 @@ func TestParkedClientsShutdown(t *testing.T) {
 		require.Error(t, err)
 	}
 }
+
+// What a parked idle client costs the pooler's Go memory (heap in use and
+// goroutine stacks, after a GC; the pgx clients of the test are counted
+// too, so this is an upper bound).
+func TestParkedClientMemory(t *testing.T) {
+	d := start(t, "  max_connections: 2000", "transaction", 4)
+	ctx := context.Background()
+	const n = 1000
+	inUse := func() int64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc + ms.StackInuse)
+	}
+	conns := make([]net.Conn, 0, n)
+	// Warm the pool and the buffers first.
+	c0 := connect(t, d.DSN("app", "app-secret", "appdb"))
+	require.NoError(t, c0.Ping(ctx))
+	before := inUse()
+	for i := 0; i < n; i++ {
+		pc, err := pgconnConnect(ctx, d.DSN("app", "app-secret", "appdb"))
+		require.NoError(t, err)
+		conns = append(conns, pc)
+	}
+	require.Eventually(t, func() bool {
+		parked := 0
+		for _, s := range d.Daemon.Clients.List() {
+			if s.Parked() {
+				parked++
+			}
+		}
+		return parked >= n
+	}, 10*time.Second, 20*time.Millisecond)
+	after := inUse()
+	per := float64(after-before) / n
+	t.Logf("%.0f bytes of live heap and stack per parked client (%d clients)", per, n)
+	require.Less(t, per, 4096.0)
+	for _, c := range conns {
+		_ = c.Close()
+	}
+}

@@ -137,6 +137,7 @@ type Session struct {
 	registered bool   // in env.Clients
 	counted    bool   // in the pool's client count
 	parked     bool   // under mu: held by env.Parker, no goroutine
+	resumed    bool   // woken by the Parker: the next read does not wait
 
 	// lastWord: a FATAL error was sent, close gracefully.
 	lastWord atomic.Bool
@@ -176,6 +177,14 @@ func (s *Session) logger() *zap.Logger {
 func (s *Session) State() string {
 	v, _ := s.state.Load().(string)
 	return v
+}
+
+// Parked reports whether the client waits in Env.Parker, without a
+// goroutine.
+func (s *Session) Parked() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.parked
 }
 
 // ServerPID returns the PID of the attached server connection, 0 if none.
