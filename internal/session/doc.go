@@ -11,9 +11,10 @@
 // message was Sync, Query, FunctionCall (or the end of a COPY started by
 // one), every such message has had its ReadyForQuery, no extended-protocol
 // message is waiting for a Sync, and the transaction status is idle. So
-// the common transaction runs on one goroutine with no handoff. When the
-// server waits for the client instead (idle in a transaction, COPY from
-// the client, messages after the last Sync, session mode), a second
+// the common transaction runs on one goroutine with no handoff; inside a
+// transaction block the connection stays attached between statements and
+// each is driven the same way. When the server may speak unasked (COPY
+// from the client, messages after the last Sync, session mode), a second
 // goroutine (serverLoop) takes over the server side for the rest of the
 // attachment while the client loop reads the client; it then owns the
 // connection's Reader and the client-bound buffer and is the one that

@@ -51,8 +51,9 @@ func defaultAppName(client string, set *pooler.Settings) string {
 	return set.DB.ApplicationName
 }
 
-// attach acquires a server connection for the message typ the client just
-// sent and starts its serverLoop. The SETs that bring the connection's
+// attach acquires a server connection for the message the client just
+// sent; who reads the server is decided once the messages are written
+// (afterFlush). The SETs that bring the connection's
 // parameters to the client's go into sbuf, ahead of the client's bytes, so
 // that they cost no round trip of their own.
 func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error) {
