@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -72,7 +73,7 @@ func TestWritePortWaitsForPromotion(t *testing.T) {
 	// node2 is promoted: the recheck opens the port on its own.
 	api2.role.Store("master")
 	require.Eventually(t, func() bool { return h.leaderChecks("promoted") > promoted }, waitFor, 5*time.Millisecond)
-	require.Equal(t, "node2", connect(t, h.addr("master")).backend)
+	eventuallyBackend(t, h.addr("master"), "node2")
 
 	// The answer is remembered: later polls do not ask again.
 	asked := h.leaderChecks("promoted") + h.leaderChecks("in_recovery") + h.leaderChecks("error")
@@ -96,5 +97,20 @@ func TestWritePortUnreachableLeaderAPI(t *testing.T) {
 	require.Positive(t, h.leaderChecks("error"))
 	api.down.Store(false)
 	require.Eventually(t, func() bool { return h.leaderChecks("promoted") > 0 }, waitFor, 5*time.Millisecond)
-	require.Equal(t, "node1", connect(t, h.addr("master")).backend)
+	eventuallyBackend(t, h.addr("master"), "node1")
+}
+
+// eventuallyBackend waits until a connection to addr is greeted by
+// backend: a leader check is counted before the topology it leads to is
+// applied, so the port opens a moment after the counter moves.
+func eventuallyBackend(t *testing.T, addr net.Addr, backend string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		c, err := tryConnect(addr)
+		if err != nil {
+			return false
+		}
+		_ = c.conn.Close()
+		return c.backend == backend
+	}, waitFor, 5*time.Millisecond)
 }
