@@ -138,7 +138,6 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	parker, err := idlepark.New(d.Log)
 	if err != nil {
 		d.Log.Warn("idle clients keep a goroutine each: no epoll set for them", zap.Error(err))
-		parker = nil
 	}
 	d.env = &session.Env{
 		Pools: d.Pools, Clients: d.Clients, Log: d.Log,

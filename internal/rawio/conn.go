@@ -21,17 +21,32 @@ type Conn struct {
 	// Like a net.Conn, a Conn may be written (and read) by several
 	// goroutines at once, e.g. the Terminate of a Close while a session
 	// still flushes: each direction's scratch is used under its mutex.
-	rmu, wmu sync.Mutex
-	rd, wr   direction
-	readFn   func(fd uintptr) bool
-	writeFn  func(fd uintptr) bool
+	rd, wr            direction
+	rawRead, rawWrite func(func(fd uintptr) bool) error // rc's, kept so a call allocates nothing
+	readFn, writeFn   func(fd uintptr) bool
 }
 
-// direction is the scratch state of one Read or Write call.
+// direction is the scratch state of one direction's calls.
 type direction struct {
+	mu  sync.Mutex
 	buf []byte
 	n   int
 	err error
+}
+
+// call runs raw (the RawConn's Read or Write) with fn over p, one call of
+// this direction at a time.
+func (d *direction) call(raw func(func(fd uintptr) bool) error, fn func(fd uintptr) bool, p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.buf, d.n, d.err = p, 0, nil
+	err := raw(fn)
+	n, derr := d.n, d.err
+	d.buf, d.err = nil, nil
+	if err != nil {
+		return n, err // deadline or closed, already a *net.OpError
+	}
+	return n, derr
 }
 
 // Wrap returns nc as a Conn; a connection that is not a plain TCP or unix
@@ -42,7 +57,7 @@ func Wrap(nc net.Conn) *Conn {
 	case *net.TCPConn, *net.UnixConn:
 		rc, err := nc.(syscall.Conn).SyscallConn()
 		if err == nil {
-			c.rc = rc
+			c.rc, c.rawRead, c.rawWrite = rc, rc.Read, rc.Write
 		}
 	}
 	c.readFn = c.doRead
@@ -71,16 +86,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	c.rmu.Lock()
-	c.rd = direction{buf: p}
-	err := c.rc.Read(c.readFn)
-	n, rerr := c.rd.n, c.rd.err
-	c.rd = direction{}
-	c.rmu.Unlock()
-	if err != nil {
-		return n, err // deadline or closed, already a *net.OpError
-	}
-	return n, rerr
+	return c.rd.call(c.rawRead, c.readFn, p)
 }
 
 func (c *Conn) doRead(fd uintptr) bool {
@@ -113,16 +119,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	c.wmu.Lock()
-	c.wr = direction{buf: p}
-	err := c.rc.Write(c.writeFn)
-	n, werr := c.wr.n, c.wr.err
-	c.wr = direction{}
-	c.wmu.Unlock()
-	if err != nil {
-		return n, err
-	}
-	return n, werr
+	return c.wr.call(c.rawWrite, c.writeFn, p)
 }
 
 func (c *Conn) doWrite(fd uintptr) bool {

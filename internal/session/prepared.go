@@ -497,9 +497,6 @@ func (s *Session) rewriteDeallocate(srv *backend.Conn, query string, out *[]byte
 // deallocateTarget parses "DEALLOCATE [PREPARE] name[;]": an unquoted name
 // folds to lower case, a quoted one is taken as is. ALL is not a target.
 func deallocateTarget(q string) (string, bool) {
-	if t := strings.TrimLeft(q, " \t\r\n"); len(t) < len("DEALLOCATE") || !strings.EqualFold(t[:len("DEALLOCATE")], "DEALLOCATE") {
-		return "", false
-	}
 	f := strings.Fields(strings.TrimRight(strings.TrimSpace(q), "; \t\n"))
 	if len(f) < 2 || !strings.EqualFold(f[0], "DEALLOCATE") {
 		return "", false
