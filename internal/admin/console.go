@@ -226,6 +226,8 @@ func (c *Console) show(dst []byte, subject string) ([]byte, error) {
 		rs = showSockets(c.gatherServers(viewSessions(c.d.Clients)))
 	case "POOL_COORDINATOR":
 		rs = showPoolCoordinator(c.d.Pools.Coordinators())
+	case "AUTH_QUERY":
+		rs = showAuthQuery(c.d.Pools.Resolvers())
 	case "POOL_SCALING":
 		rs = showPoolScaling(c.d.Pools.Pools())
 	case "PREPARED_STATEMENTS":

@@ -1,7 +1,8 @@
 // Package admin is pg_doorman's admin console: the virtual databases
 // "pgdoorman" and "pgbouncer" that answer PgBouncer-compatible commands
 // (SHOW POOLS/CLIENTS/SERVERS/STATS/DATABASES/USERS/LISTS/CONFIG/VERSION/
-// LOG_LEVEL/HELP/POOL_COORDINATOR/POOL_SCALING/PREPARED_STATEMENTS,
+// LOG_LEVEL/HELP/POOL_COORDINATOR/POOL_SCALING/PREPARED_STATEMENTS/
+// AUTH_QUERY,
 // SET log_level, PAUSE, RESUME, RECONNECT, RELOAD, SHUTDOWN).
 //
 // Console is built once per daemon by New and serves every authenticated

@@ -21,7 +21,7 @@ const (
 var showSubjects = map[string]bool{
 	"HELP": true, "CONFIG": true, "DATABASES": true, "POOLS": true, "CLIENTS": true,
 	"SERVERS": true, "USERS": true, "STATS": true, "LISTS": true, "VERSION": true,
-	"LOG_LEVEL": true, "PREPARED_STATEMENTS": true, "POOL_SCALING": true, "POOL_COORDINATOR": true,
+	"LOG_LEVEL": true, "PREPARED_STATEMENTS": true, "POOL_SCALING": true, "POOL_COORDINATOR": true, "AUTH_QUERY": true,
 }
 
 // command is one parsed console statement.

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/doorman-go/doorman/internal/authquery"
 	"github.com/doorman-go/doorman/internal/config"
 	"github.com/doorman-go/doorman/internal/coordinator"
 	"github.com/doorman-go/doorman/internal/pooler"
@@ -187,7 +188,7 @@ func showLogLevel(level string) resultSet {
 
 // helpDetail is SHOW HELP's NOTICE detail, in the seed's layout but listing
 // only what this console implements.
-const helpDetail = "\n\tSHOW HELP|CONFIG|DATABASES|POOLS|CLIENTS|SERVERS|USERS|STATS|LISTS|LOG_LEVEL|VERSION|PREPARED_STATEMENTS|POOL_SCALING|POOL_COORDINATOR" +
+const helpDetail = "\n\tSHOW HELP|CONFIG|DATABASES|POOLS|CLIENTS|SERVERS|USERS|STATS|LISTS|LOG_LEVEL|VERSION|PREPARED_STATEMENTS|POOL_SCALING|POOL_COORDINATOR|AUTH_QUERY" +
 	"\n\tSET log_level = '<filter>'" +
 	"\n\tRELOAD" +
 	"\n\tSHUTDOWN" +
@@ -257,6 +258,23 @@ func showPoolCoordinator(coords []*coordinator.Coordinator) resultSet {
 			row = append(row, text(v))
 		}
 		rs.Rows = append(rs.Rows, row)
+	}
+	return rs
+}
+
+// showAuthQuery is the seed's SHOW AUTH_QUERY: one row per database with
+// an auth_query block, its counters since the last reload.
+func showAuthQuery(resolvers []*authquery.Resolver) resultSet {
+	rs := resultSet{Columns: []column{textCol("database")}}
+	for _, name := range []string{"cache_entries", "cache_hits", "cache_misses", "cache_refetches", "rate_limited",
+		"auth_success", "auth_failure", "executor_queries", "executor_errors"} {
+		rs.Columns = append(rs.Columns, int8Col(name))
+	}
+	for _, r := range resolvers {
+		st := &r.Stats
+		rs.Rows = append(rs.Rows, []cell{text(r.Database), u8(uint64(r.Entries())),
+			u8(st.CacheHits.Load()), u8(st.CacheMisses.Load()), u8(st.CacheRefetches.Load()), u8(st.RateLimited.Load()),
+			u8(st.AuthSuccess.Load()), u8(st.AuthFailure.Load()), u8(st.ExecutorQueries.Load()), u8(st.ExecutorErrors.Load())})
 	}
 	return rs
 }

@@ -78,9 +78,6 @@ func (d *decoder) refusePool(p *Pool) {
 	if p.LogClientParameterStatusChanges {
 		d.notImplemented(key+".log_client_parameter_status_changes", "SET commands are not logged; remove the key or set it to false")
 	}
-	if p.AuthQuery != nil {
-		d.notImplemented(key+".auth_query", "dynamic users are not supported; list the users in pools.%s.users", p.Name)
-	}
 	for i := range p.Users {
 		u := &p.Users[i]
 		ukey := fmt.Sprintf("%s.users[%d]", key, i)

@@ -33,7 +33,6 @@ func TestUnimplementedRefused(t *testing.T) {
 		{name: "talos databases", general: `talos: {databases: [db]}`, refused: "general.talos.databases"},
 		{name: "log_client_parameter_status_changes false", pool: `log_client_parameter_status_changes: false`},
 		{name: "log_client_parameter_status_changes true", pool: `log_client_parameter_status_changes: true`, refused: "pools.db.log_client_parameter_status_changes"},
-		{name: "auth_query", pool: `auth_query: {query: "SELECT passwd FROM pg_shadow WHERE usename = $1", user: a}`, refused: "pools.db.auth_query"},
 		{name: "auth_pam_service", users: `{username: p, auth_pam_service: login}`, refused: "pools.db.users[1].auth_pam_service"},
 		{name: "jwt password", users: `{username: j, password: "jwt-pkey-fpath:/etc/jwt.pub"}`, refused: "pools.db.users[1].password"},
 	}
@@ -74,10 +73,9 @@ func TestFullFilesRefused(t *testing.T) {
 		"testdata/full.decode.yaml": {
 			"general.tls_certificate", "general.syslog_prog_name",
 			"general.talos.keys", "general.talos.databases",
-			"pools.billing.log_client_parameter_status_changes", "pools.billing.auth_query",
+			"pools.billing.log_client_parameter_status_changes",
 			"pools.billing.users[1].auth_pam_service", "pools.billing.users[2].password",
 		},
-		"testdata/full.decode.toml": {"pools.billing.auth_query"},
 	}
 	for path, want := range tests {
 		t.Run(filepath.Base(path), func(t *testing.T) {

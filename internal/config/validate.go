@@ -247,6 +247,19 @@ func (d *decoder) validateAuthQuery(key string, aq *AuthQuery, w *[]string) {
 	if aq.ServerPassword != "" && aq.ServerUser == "" {
 		d.failf(key+".server_password", "requires server_user")
 	}
+	// pg_doorman logs in with these itself: a plaintext password or an md5
+	// hash work, a SCRAM verifier cannot answer a SCRAM challenge.
+	for _, k := range []struct{ key, v string }{{".password", aq.Password}, {".server_password", aq.ServerPassword}} {
+		if strings.HasPrefix(k.v, SCRAMPrefix) {
+			d.failf(key+k.key, "is a SCRAM verifier, which cannot log in to PostgreSQL: give the plaintext password or the md5 hash")
+		}
+	}
+	if aq.CacheTTL <= 0 {
+		d.failf(key+".cache_ttl", "must be positive")
+	}
+	if aq.CacheFailureTTL < 0 || aq.MinInterval < 0 {
+		d.failf(key, "cache_failure_ttl and min_interval must not be negative")
+	}
 }
 
 func (d *decoder) portRange(key string, port int) {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
@@ -52,7 +53,11 @@ func TestFamiliesDoc(t *testing.T) {
 	for _, match := range regexp.MustCompile("(?m)^\\| `(pg_doorman_[a-z_]+)`").FindAllStringSubmatch(string(doc), -1) {
 		documented[match[1]] = true
 	}
-	m := New(newDaemonWith(t, func(p *config.Pool) { p.MaxDBConnections = 5 }))
+	m := New(newDaemonWith(t, func(p *config.Pool) {
+		p.MaxDBConnections = 5
+		p.AuthQuery = &config.AuthQuery{Query: "SELECT passwd FROM pg_shadow WHERE usename = $1", User: "lookup",
+			Database: p.Name, Workers: 1, PoolSize: 1, CacheTTL: time.Hour}
+	}))
 	m.ServerLost("mydb", "app")
 	m.ClientLogin("mydb", "app")
 	mfs, err := m.Registry().Gather()

@@ -116,6 +116,7 @@ func New(d *daemon.Daemon) *Metrics {
 		&daemonCollector{m: m},
 		newPoolCollector(d),
 		coordinatorCollector{d},
+		authQueryCollector{d},
 	)
 	m.handler = promhttp.InstrumentMetricHandler(m.reg, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		Registry:      m.reg,

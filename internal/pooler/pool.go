@@ -53,6 +53,9 @@ type Pool struct {
 
 	reg *Registry
 
+	dynamic  bool         // created by auth_query; collected when unused
+	lastUsed atomic.Int64 // unix ns of the last AuthQueryPool handing it out
+
 	mu             sync.Mutex
 	serverParams   map[string]string // from the most recent new connection
 	serverParamsAt time.Time
@@ -315,6 +318,24 @@ func (p *Pool) connect(ctx context.Context) (*backend.Conn, error) {
 }
 
 func (p *Pool) options(s *Settings) (backend.Options, error) {
+	var obs backend.TLSObserver
+	if p.reg != nil {
+		obs = p.reg.ServerTLSObserver()
+	}
+	o, err := baseOptions(s, obs)
+	if err != nil {
+		return o, err
+	}
+	cred, err := p.credentials(s)
+	if err != nil {
+		return o, err
+	}
+	o.Credentials = cred
+	return o, nil
+}
+
+// baseOptions is how a pool of s reaches its server, without credentials.
+func baseOptions(s *Settings, obs backend.TLSObserver) (backend.Options, error) {
 	network, address := backend.Address(s.DB.ServerHost, s.DB.ServerPort)
 	o := backend.Options{
 		Network:        network,
@@ -328,6 +349,7 @@ func (p *Pool) options(s *Settings) (backend.Options, error) {
 		NoDelay:        s.General.TCPNoDelay,
 
 		UnixSocketBufferSize: int(s.General.UnixSocketBufferSize),
+		TLSObserver:          obs,
 	}
 	if s.DB.ApplicationName != "" {
 		o.Params = append(o.Params, [2]string{"application_name", s.DB.ApplicationName})
@@ -337,14 +359,6 @@ func (p *Pool) options(s *Settings) (backend.Options, error) {
 		return o, err
 	}
 	o.TLS = tlsm
-	if p.reg != nil {
-		o.TLSObserver = p.reg.ServerTLSObserver()
-	}
-	cred, err := p.credentials(s)
-	if err != nil {
-		return o, err
-	}
-	o.Credentials = cred
 	return o, nil
 }
 
@@ -379,12 +393,12 @@ func serverTLS(g *config.General) (*servertls.Material, error) {
 func (p *Pool) credentials(s *Settings) (backend.Credentials, error) {
 	u := s.User
 	if u.ServerUsername != "" && u.ServerUsername != u.Username {
-		return backend.Credentials{User: u.ServerUsername, Password: u.ServerPassword}, nil
+		return secretCredentials(u.ServerUsername, u.ServerPassword), nil
 	}
-	c := backend.Credentials{User: u.Username, Password: u.ServerPassword}
-	if c.Password != "" {
-		return c, nil
+	if u.ServerPassword != "" {
+		return secretCredentials(u.Username, u.ServerPassword), nil
 	}
+	c := backend.Credentials{User: u.Username}
 	switch {
 	case auth.IsMD5Verifier(u.Password):
 		c.MD5 = u.Password
@@ -399,6 +413,16 @@ func (p *Pool) credentials(s *Settings) (backend.Credentials, error) {
 		c.SCRAMServerKey = v.ServerKey
 	}
 	return c, nil
+}
+
+// secretCredentials logs in as user with a configured secret: an md5
+// hash ("md5" and 32 hex digits, as in pg_authid) is passed as the hash,
+// as PgBouncer does; anything else is the plaintext password.
+func secretCredentials(user, secret string) backend.Credentials {
+	if auth.IsMD5Verifier(secret) {
+		return backend.Credentials{User: user, MD5: secret}
+	}
+	return backend.Credentials{User: user, Password: secret}
 }
 
 // check is the liveness probe for connections idle past

@@ -9,13 +9,19 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/doorman-go/doorman/internal/authquery"
 	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/config"
 	"github.com/doorman-go/doorman/internal/coordinator"
 	"github.com/doorman-go/doorman/internal/fallback"
 )
 
-type key struct{ db, user string }
+// key names a pool: a configured user, an auth_query user (passthrough)
+// or the shared server_user pool of a dedicated auth_query.
+type key struct {
+	db, user  string
+	dedicated bool
+}
 
 // Registry holds every pool of the running configuration.
 type Registry struct {
@@ -25,6 +31,9 @@ type Registry struct {
 	cfg    *config.Config
 	pools  map[key]*Pool
 	coords map[string]*coordinator.Coordinator // databases with max_db_connections
+
+	resolvers                map[string]*authquery.Resolver // databases with auth_query
+	dynCreated, dynCollected map[string]uint64              // auth_query pools per database
 
 	fbMetrics atomic.Pointer[fallback.Metrics]
 	tlsObs    atomic.Pointer[backend.TLSObserver]
@@ -55,7 +64,8 @@ func (r *Registry) FallbackMetrics() fallback.Metrics {
 
 // NewRegistry builds the pools of cfg. No connection is opened yet.
 func NewRegistry(cfg *config.Config, log *zap.Logger) *Registry {
-	r := &Registry{log: log, pools: map[key]*Pool{}, coords: map[string]*coordinator.Coordinator{}}
+	r := &Registry{log: log, pools: map[key]*Pool{}, coords: map[string]*coordinator.Coordinator{},
+		resolvers: map[string]*authquery.Resolver{}, dynCreated: map[string]uint64{}, dynCollected: map[string]uint64{}}
 	r.Apply(cfg)
 	return r
 }
@@ -67,12 +77,16 @@ func (r *Registry) Config() *config.Config {
 	return r.cfg
 }
 
-// Lookup finds the pool of (database, user). Database names are
-// case-sensitive, as in PostgreSQL.
+// Lookup finds the pool of a configured (database, user). Database names
+// are case-sensitive, as in PostgreSQL. Users known through auth_query are
+// not found here: their logins go through AuthQuery and AuthQueryPool.
 func (r *Registry) Lookup(db, user string) (*Pool, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	p, ok := r.pools[key{db, user}]
+	p, ok := r.pools[key{db: db, user: user}]
+	if ok && p.dynamic {
+		return nil, false
+	}
 	return p, ok
 }
 
@@ -110,18 +124,27 @@ func (r *Registry) Apply(cfg *config.Config) {
 	for name, db := range cfg.Pools {
 		for i := range db.Users {
 			u := &db.Users[i]
-			k := key{name, u.Username}
+			k := key{db: name, user: u.Username}
 			seen[k] = true
 			s := &Settings{General: &cfg.General, DB: db, User: u}
-			if p, ok := r.pools[k]; ok {
+			if p, ok := r.pools[k]; ok && !p.dynamic {
 				p.apply(s)
 				continue
+			}
+			if p, ok := r.pools[k]; ok { // an auth_query user is now configured
+				if u := p.coord.Swap(nil); u != nil {
+					u.Unregister()
+				}
+				p.close()
 			}
 			r.pools[k] = newPool(s, r)
 		}
 	}
 	var removed []*Pool
 	for k, p := range r.pools {
+		if p.dynamic && applyDynamicLocked(cfg, k, p) {
+			continue
+		}
 		if !seen[k] {
 			removed = append(removed, p)
 			delete(r.pools, k)
@@ -132,7 +155,11 @@ func (r *Registry) Apply(cfg *config.Config) {
 	}
 	r.cfg = cfg
 	r.applyCoordinatorsLocked(cfg)
+	oldResolvers := r.applyResolversLocked(cfg)
 	r.mu.Unlock()
+	for _, res := range oldResolvers {
+		res.Close()
+	}
 	for _, p := range removed {
 		p.close()
 		if r.log != nil {
@@ -146,6 +173,7 @@ func (r *Registry) Apply(cfg *config.Config) {
 // retain_connections_max per cycle over all pools) and replenishes pools
 // below min_pool_size.
 func (r *Registry) Run(ctx context.Context) {
+	r.warmResolvers(ctx)
 	for {
 		interval := r.Config().General.RetainConnectionsTime
 		if interval <= 0 {
@@ -162,7 +190,10 @@ func (r *Registry) Run(ctx context.Context) {
 
 // RetainOnce runs one retain cycle.
 func (r *Registry) RetainOnce(ctx context.Context) {
-	max := r.Config().General.RetainConnectionsMax // 0 = no cap
+	g := &r.Config().General
+	r.collectDynamic(max(g.RetainConnectionsTime, time.Second))
+	r.warmResolvers(ctx)
+	max := g.RetainConnectionsMax // 0 = no cap
 	remaining := max
 	for _, p := range r.Pools() {
 		switch {
@@ -181,6 +212,9 @@ func (r *Registry) RetainOnce(ctx context.Context) {
 func (r *Registry) Close() {
 	for _, p := range r.Pools() {
 		p.close()
+	}
+	for _, res := range r.Resolvers() {
+		res.Close()
 	}
 }
 
@@ -232,5 +266,14 @@ func (r *Registry) Coordinators() []*coordinator.Coordinator {
 	}
 	r.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Config().Database < out[j].Config().Database })
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
 }

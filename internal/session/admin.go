@@ -34,18 +34,18 @@ func (s *Session) serveAdmin(ctx context.Context) error {
 	case s.User != g.AdminUsername:
 		// The same exchange as a wrong password: the admin name stays secret.
 		s.authReason = "admin"
-		_, err = s.authSCRAM(mockVerifier(mockSecret(), s.User))
+		_, err = s.authSCRAM(mockVerifier(mockSecret(), s.User), nil)
 		if err == nil {
 			err = fmt.Errorf("BUG: mock SCRAM exchange for %q succeeded", s.User)
 		}
 	case method == hba.MethodTrust:
 	case method == hba.MethodMD5:
-		err = s.authMD5(auth.MD5Verifier(g.AdminUsername, g.AdminPassword))
+		err = s.authMD5(auth.MD5Verifier(g.AdminUsername, g.AdminPassword), nil)
 	default:
 		// A salt stable per process, like the mock one: a salt that
 		// changed on every attempt would single the admin name out.
 		salt := mockVerifier(mockSecret(), g.AdminUsername).Salt
-		_, err = s.authSCRAM(auth.NewSCRAMVerifier(g.AdminPassword, salt, mockIterations))
+		_, err = s.authSCRAM(auth.NewSCRAMVerifier(g.AdminPassword, salt, mockIterations), nil)
 	}
 	if err != nil {
 		return err

@@ -23,21 +23,29 @@ import (
 func (s *Session) login(ctx context.Context, sm *protocol.StartupMessage) error {
 	p, ok := s.env.Pools.Lookup(s.Database, s.User)
 	if !ok {
+		if res := s.env.Pools.AuthQuery(s.Database); res != nil {
+			return s.loginAuthQuery(ctx, sm, res)
+		}
 		return s.loginWithoutPool()
 	}
-	s.pool = p
-	set := p.Settings()
-	if set.General.PreparedStatements && set.Mode() == "transaction" {
-		s.prep = prepared.NewClientMap(set.General.ClientPreparedStatementsCacheSize)
-	}
-	verifier := set.User.Password
+	verifier := p.Settings().User.Password
 	method, err := s.authMethod(verifier)
 	if err != nil {
 		return err
 	}
-	clientKey, err := s.authenticate(method, verifier)
+	clientKey, err := s.authenticate(method, verifier, nil)
 	if err != nil {
 		return err
+	}
+	return s.enterPool(ctx, sm, p, clientKey)
+}
+
+// enterPool finishes the login of an authenticated client into p.
+func (s *Session) enterPool(ctx context.Context, sm *protocol.StartupMessage, p *pooler.Pool, clientKey []byte) error {
+	s.pool = p
+	set := p.Settings()
+	if set.General.PreparedStatements && set.Mode() == "transaction" {
+		s.prep = prepared.NewClientMap(set.General.ClientPreparedStatementsCacheSize)
 	}
 	if clientKey != nil {
 		p.SetClientKey(clientKey)
@@ -87,7 +95,7 @@ func (s *Session) loginWithoutPool() error {
 		s.fatal("28000", fmt.Sprintf("role %q does not exist", s.User))
 		return fmt.Errorf("no such user %q", s.User)
 	}
-	if _, err := s.authenticate(method, verifier); err != nil {
+	if _, err := s.authenticate(method, verifier, nil); err != nil {
 		return err
 	}
 	if !s.env.Pools.HasDatabase(s.Database) {
@@ -176,47 +184,62 @@ func (s *Session) applyLinger() {
 // authMethod applies pg_hba (or the legacy hba list) and picks the
 // challenge for the stored verifier.
 func (s *Session) authMethod(verifier string) (hba.Method, error) {
+	rule, err := s.hbaRule()
+	if err != nil {
+		return 0, err
+	}
+	return methodFor(rule, verifier), nil
+}
+
+// legacyRule stands for the legacy general.hba list having admitted a
+// client: md5 or SCRAM by the verifier, as PostgreSQL's md5 method does.
+var legacyRule = hba.Rule{Method: hba.MethodMD5}
+
+// hbaRule finds the pg_hba rule of the connection and refuses it (FATAL
+// sent, failure counted) when no rule matches, the rule rejects or names
+// a method pg_doorman does not have. It runs before any credential is
+// looked up.
+func (s *Session) hbaRule() (hba.Rule, error) {
 	rules := s.env.HBA()
 	if rules == nil {
 		if !s.legacyHBAAllows() {
 			s.loginFailed("hba")
 			s.noHBAEntry()
-			return 0, errors.New("rejected by hba")
+			return hba.Rule{}, errors.New("rejected by hba")
 		}
-		if auth.IsMD5Verifier(verifier) {
-			return hba.MethodMD5, nil
-		}
-		// SCRAM, or a mock SCRAM exchange when there is no usable verifier.
-		return hba.MethodSCRAM, nil
+		return legacyRule, nil
 	}
 	rule, ok := rules.Match(s.hbaRequest())
 	if !ok {
 		s.loginFailed("hba")
 		s.noHBAEntry()
-		return 0, errors.New("no hba rule matched")
+		return hba.Rule{}, errors.New("no hba rule matched")
 	}
 	switch rule.Method {
-	case hba.MethodTrust:
-		return hba.MethodTrust, nil
-	case hba.MethodMD5:
-		// Like PostgreSQL (CheckPWChallengeAuth): md5 only with an MD5
-		// secret; otherwise SCRAM, mocked when the secret is missing
-		// (PostgreSQL mocks with its default password_encryption, SCRAM).
-		if auth.IsMD5Verifier(verifier) {
-			return hba.MethodMD5, nil
-		}
-		return hba.MethodSCRAM, nil
-	case hba.MethodSCRAM:
-		// An MD5 or missing secret gets a mock SCRAM exchange, as in PostgreSQL.
-		return hba.MethodSCRAM, nil
+	case hba.MethodTrust, hba.MethodMD5, hba.MethodSCRAM:
+		return rule, nil
 	}
 	s.loginFailed("hba")
 	if rule.Method == hba.MethodReject {
 		s.fatal("28000", fmt.Sprintf("pg_hba.conf rejects connection for host %q, user %q, database %q", s.addrString(), s.User, s.Database))
-		return 0, fmt.Errorf("hba line %d rejects", rule.Line)
+		return hba.Rule{}, fmt.Errorf("hba line %d rejects", rule.Line)
 	}
 	s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
-	return 0, fmt.Errorf("hba line %d method %s is not supported", rule.Line, rule.MethodName)
+	return hba.Rule{}, fmt.Errorf("hba line %d method %s is not supported", rule.Line, rule.MethodName)
+}
+
+// methodFor picks the challenge of an admitting rule for verifier. Like
+// PostgreSQL (CheckPWChallengeAuth): md5 only with an MD5 secret;
+// otherwise SCRAM, mocked when the secret is missing (PostgreSQL mocks
+// with its default password_encryption, SCRAM).
+func methodFor(rule hba.Rule, verifier string) hba.Method {
+	switch {
+	case rule.Method == hba.MethodTrust:
+		return hba.MethodTrust
+	case rule.Method == hba.MethodMD5 && auth.IsMD5Verifier(verifier):
+		return hba.MethodMD5
+	}
+	return hba.MethodSCRAM
 }
 
 // hbaRequest is what pg_hba rules match on, TLS as negotiated.
@@ -256,13 +279,16 @@ func (s *Session) legacyHBAAllows() bool {
 }
 
 // authenticate runs the challenge. For SCRAM it returns the ClientKey
-// recovered from the client's proof (for passthrough).
-func (s *Session) authenticate(method hba.Method, verifier string) ([]byte, error) {
+// recovered from the client's proof (for passthrough). refetch, when not
+// nil, is called once after the client failed against verifier and gives
+// the verifier to check again (auth_query: the password may have changed);
+// only an MD5 response can be checked again within the same exchange.
+func (s *Session) authenticate(method hba.Method, verifier string, refetch func() string) ([]byte, error) {
 	switch method {
 	case hba.MethodTrust:
 		return nil, nil
 	case hba.MethodMD5:
-		return nil, s.authMD5(verifier)
+		return nil, s.authMD5(verifier, refetch)
 	case hba.MethodSCRAM:
 		v, err := auth.ParseSCRAMVerifier(verifier)
 		if err != nil {
@@ -272,8 +298,9 @@ func (s *Session) authenticate(method hba.Method, verifier string) ([]byte, erro
 				s.authReason = "no_password"
 			}
 			v = mockVerifier(mockSecret(), s.User)
+			refetch = nil
 		}
-		return s.authSCRAM(v)
+		return s.authSCRAM(v, refetch)
 	}
 	return nil, fmt.Errorf("unsupported method %v", method)
 }
@@ -288,7 +315,7 @@ func (s *Session) authFailed() error {
 	return fmt.Errorf("password authentication failed for user %q", s.User)
 }
 
-func (s *Session) authMD5(verifier string) error {
+func (s *Session) authMD5(verifier string, refetch func() string) error {
 	var salt [4]byte
 	_, _ = rand.Read(salt[:])
 	if err := s.Write(protocol.AuthenticationMD5Password{Salt: salt}.Encode(nil)); err != nil {
@@ -303,13 +330,18 @@ func (s *Session) authMD5(verifier string) error {
 		s.protocolViolation("invalid password packet")
 		return err
 	}
-	if !auth.CheckMD5(verifier, salt, pm.Password) {
-		return s.authFailed()
+	if auth.CheckMD5(verifier, salt, pm.Password) {
+		return nil
 	}
-	return nil
+	if refetch != nil {
+		if v := refetch(); v != verifier && auth.IsMD5Verifier(v) && auth.CheckMD5(v, salt, pm.Password) {
+			return nil
+		}
+	}
+	return s.authFailed()
 }
 
-func (s *Session) authSCRAM(v auth.SCRAMVerifier) ([]byte, error) {
+func (s *Session) authSCRAM(v auth.SCRAMVerifier, refetch func() string) ([]byte, error) {
 	// On TLS SCRAM-SHA-256-PLUS is offered first, as PostgreSQL does.
 	var endPoint []byte
 	if s.tlsMaterial != nil {
@@ -353,6 +385,9 @@ func (s *Session) authSCRAM(v auth.SCRAMVerifier) ([]byte, error) {
 	final, err := srv.ClientFinal(resp.Data)
 	if err != nil {
 		if errors.Is(err, auth.ErrAuthFailed) {
+			if refetch != nil {
+				refetch() // the next login sees a changed password
+			}
 			return nil, s.authFailed()
 		}
 		s.protocolViolation("malformed SCRAM message")
