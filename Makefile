@@ -6,13 +6,19 @@ RACE_PKGS := ./internal/pool/... ./internal/prepared/... ./internal/session/... 
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/doorman-go/doorman/internal/daemon.Version=$(VERSION)
 
-.PHONY: all build run test test-unit test-race test-bdd test-e2e drill bench soak fuzz lint clean
+.PHONY: all build build-pam run test test-unit test-race test-bdd test-e2e drill bench soak fuzz lint clean
 
 all: build
 
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+
+# pg_doorman with PAM (auth_pam_service): needs cgo, a C compiler and
+# libpam0g-dev (internal/auth/pam).
+build-pam:
+	@mkdir -p $(BIN)
+	$(GO) build -tags pam -ldflags "$(LDFLAGS)" -o $(BIN)/pg_doorman ./cmd/pg_doorman
 
 run:
 	@scripts/run.sh
@@ -21,6 +27,7 @@ run:
 test: build lint
 	$(GO) test -count=1 -timeout 15m $(PKGS)
 	$(GO) test -count=1 -race -timeout 15m $(RACE_PKGS)
+	$(GO) test -count=1 -tags pam ./internal/auth/pam/...
 	$(MAKE) test-bdd
 	$(MAKE) test-e2e
 
