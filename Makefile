@@ -27,7 +27,8 @@ run:
 test: build lint
 	$(GO) test -count=1 -timeout 15m $(PKGS)
 	$(GO) test -count=1 -race -timeout 15m $(RACE_PKGS)
-	$(GO) test -count=1 -tags pam ./internal/auth/pam/...
+	$(GO) test -count=1 -tags pam ./internal/auth/pam/... ./internal/config/
+	$(GO) test -count=1 -tags pam -run 'PAM' ./internal/session/
 	$(MAKE) test-bdd
 	$(MAKE) test-e2e
 
@@ -60,6 +61,7 @@ drill:
 lint:
 	@out=$$(gofmt -l cmd internal bdd); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags pam ./internal/auth/pam/... ./internal/config/ ./internal/session/
 	cd bdd && $(GO) vet ./...
 
 bench: build

@@ -16,6 +16,7 @@ import (
 
 	"github.com/doorman-go/doorman/internal/app/apptest"
 	"github.com/doorman-go/doorman/internal/pgtest"
+	"github.com/doorman-go/doorman/internal/pooler"
 )
 
 // One PostgreSQL for the package, with the seed's SECURITY DEFINER lookup
@@ -191,4 +192,13 @@ func waitLookups(t *testing.T, want int64) {
 	require.Eventually(t, func() bool { return lookups(t) >= want }, 20*time.Second, 100*time.Millisecond,
 		"PostgreSQL counted fewer than %d lookup calls", want)
 	require.Equal(t, want, lookups(t))
+}
+
+func findPool(d *apptest.Instance, user string) (*pooler.Pool, bool) {
+	for _, p := range d.Daemon.Pools.Pools() {
+		if p.Database == "aqdb" && p.User == user {
+			return p, true
+		}
+	}
+	return nil, false
 }

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"crypto/rsa"
+
+	"github.com/doorman-go/doorman/internal/auth/token"
 	"time"
 
 	"github.com/doorman-go/doorman/internal/servertls"
@@ -87,6 +90,9 @@ type General struct {
 	// ServerTLS is the material the server_tls_* settings name, read and
 	// parsed by Load (and Validate); nil only in a General never validated.
 	ServerTLS *servertls.Material `cfg:"-"`
+	// TalosKeys are the general.talos.keys files, read and parsed by Load
+	// (nil without Talos).
+	TalosKeys token.TalosKeys `cfg:"-"`
 }
 
 // PgHba is general.pg_hba: the text of a pg_hba.conf, either inline
@@ -164,15 +170,16 @@ type AuthQuery struct {
 
 // User is one pools.<name>.users[i] entry.
 type User struct {
-	Username       string        `cfg:"username"`
-	Password       string        `cfg:"password,secret"` // md5/SCRAM verifier or jwt-pkey-fpath:<file>
-	AuthPamService string        `cfg:"auth_pam_service"`
-	ServerUsername string        `cfg:"server_username"`
-	ServerPassword string        `cfg:"server_password,secret"`
-	PoolSize       int           `cfg:"pool_size"`
-	MinPoolSize    int           `cfg:"min_pool_size"`
-	ServerLifetime time.Duration `cfg:"server_lifetime"` // resolved: pool's when not set
-	PoolMode       string        `cfg:"pool_mode"`       // resolved: user's override or the pool's
+	Username       string         `cfg:"username"`
+	Password       string         `cfg:"password,secret"` // md5/SCRAM verifier or jwt-pkey-fpath:<file>
+	JWTKey         *rsa.PublicKey `cfg:"-"`               // the jwt-pkey-fpath: key, read by Load
+	AuthPamService string         `cfg:"auth_pam_service"`
+	ServerUsername string         `cfg:"server_username"`
+	ServerPassword string         `cfg:"server_password,secret"`
+	PoolSize       int            `cfg:"pool_size"`
+	MinPoolSize    int            `cfg:"min_pool_size"`
+	ServerLifetime time.Duration  `cfg:"server_lifetime"` // resolved: pool's when not set
+	PoolMode       string         `cfg:"pool_mode"`       // resolved: user's override or the pool's
 }
 
 // Prometheus is the "prometheus" section (metrics exporter).

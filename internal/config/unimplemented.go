@@ -31,12 +31,6 @@ func (d *decoder) refuseGeneral(g *General) {
 	if g.SyslogProgName != "" {
 		d.notImplemented("general.syslog_prog_name", "logs go to stderr only; remove the key")
 	}
-	if len(g.Talos.Keys) > 0 {
-		d.notImplemented("general.talos.keys", "Talos token authentication is not supported")
-	}
-	if len(g.Talos.Databases) > 0 {
-		d.notImplemented("general.talos.databases", "Talos token authentication is not supported")
-	}
 }
 
 // refuseClientTLS refuses client-side TLS keys that would have no effect:
@@ -77,16 +71,6 @@ func (d *decoder) refusePool(p *Pool) {
 	key := "pools." + p.Name
 	if p.LogClientParameterStatusChanges {
 		d.notImplemented(key+".log_client_parameter_status_changes", "SET commands are not logged; remove the key or set it to false")
-	}
-	for i := range p.Users {
-		u := &p.Users[i]
-		ukey := fmt.Sprintf("%s.users[%d]", key, i)
-		if u.AuthPamService != "" {
-			d.notImplemented(ukey+".auth_pam_service", "PAM authentication is not supported")
-		}
-		if strings.HasPrefix(u.Password, JWTKeyPrefix) {
-			d.notImplemented(ukey+".password", "JWT authentication (%s) is not supported", strings.TrimSuffix(JWTKeyPrefix, ":"))
-		}
 	}
 }
 

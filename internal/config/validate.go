@@ -83,6 +83,7 @@ func (d *decoder) validateGeneral(g *General, w *[]string) {
 	d.validateLogLevel(g.LogLevel, w)
 	d.validateTLS(g)
 	d.loadServerTLS(g)
+	d.loadTalos(g)
 	for i, cidr := range g.Hba {
 		if _, err := netip.ParsePrefix(strings.TrimSpace(cidr)); err != nil {
 			d.failf(fmt.Sprintf("general.hba[%d]", i), "invalid CIDR %q: want address/prefix like 10.0.0.0/8", cidr)
@@ -228,6 +229,7 @@ func (d *decoder) validateUser(key string, u *User, w *[]string) {
 			d.fail(key+".password", err)
 		}
 	}
+	d.checkUserAuth(key, u)
 }
 
 func (d *decoder) validateAuthQuery(key string, aq *AuthQuery, w *[]string) {

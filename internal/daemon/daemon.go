@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doorman-go/doorman/internal/auth/hba"
+	"github.com/doorman-go/doorman/internal/auth/pam"
 	"github.com/doorman-go/doorman/internal/clienttls"
 	"github.com/doorman-go/doorman/internal/config"
 	"github.com/doorman-go/doorman/internal/idlepark"
@@ -61,6 +62,10 @@ type Hooks struct {
 	// Rejected counts refused client connections by reason.
 	Rejected func(reason string)
 }
+
+// maxPAMTransactions bounds the PAM calls running at once: each holds an
+// OS thread for as long as the PAM stack takes (LDAP, Kerberos).
+const maxPAMTransactions = 16
 
 // New builds a daemon for a loaded configuration.
 func New(cfg *config.Config, log *zap.Logger, level zap.AtomicLevel) (*Daemon, error) {
@@ -147,6 +152,9 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		Memory:  d.Memory,
 		TLS:     d.tls,
 		Parker:  parker,
+	}
+	if pam.Available() {
+		d.env.PAM = pam.New(maxPAMTransactions)
 	}
 	go d.Pools.Run(ctx)
 	var accept sync.WaitGroup

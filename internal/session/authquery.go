@@ -6,7 +6,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/doorman-go/doorman/internal/auth/hba"
 	"github.com/doorman-go/doorman/internal/authquery"
 	"github.com/doorman-go/doorman/internal/protocol"
 )
@@ -35,7 +34,7 @@ func (s *Session) loginAuthQuery(ctx context.Context, sm *protocol.StartupMessag
 	}
 	verifier := ent.Verifier
 	method := methodFor(rule, verifier)
-	if !ent.Found && method == hba.MethodTrust {
+	if !ent.Found && method == credTrust {
 		res.Authenticated(false)
 		s.loginFailed("no_user")
 		s.fatal("28000", fmt.Sprintf("role %q does not exist", s.User))

@@ -20,7 +20,13 @@ import (
 )
 
 // login authenticates a pool client and sends the welcome.
+// The method follows the seed's order: Talos for user talos, pg_hba
+// (reject, trust), PAM, then the format of the stored password
+// (chooseMethod); users the pool does not list go to auth_query.
 func (s *Session) login(ctx context.Context, sm *protocol.StartupMessage) error {
+	if s.talosEnabled() {
+		return s.loginTalos(ctx, sm)
+	}
 	p, ok := s.env.Pools.Lookup(s.Database, s.User)
 	if !ok {
 		if res := s.env.Pools.AuthQuery(s.Database); res != nil {
@@ -28,12 +34,20 @@ func (s *Session) login(ctx context.Context, sm *protocol.StartupMessage) error 
 		}
 		return s.loginWithoutPool()
 	}
-	verifier := p.Settings().User.Password
-	method, err := s.authMethod(verifier)
+	u := p.Settings().User
+	rule, err := s.hbaRule()
 	if err != nil {
 		return err
 	}
-	clientKey, err := s.authenticate(method, verifier, nil)
+	var clientKey []byte
+	switch m := chooseMethod(rule.Method, u.AuthPamService, u.Password); m {
+	case credPAM:
+		err = s.authPAM(ctx, u)
+	case credJWT:
+		err = s.authJWT(u)
+	default:
+		clientKey, err = s.authenticate(m, u.Password, nil)
+	}
 	if err != nil {
 		return err
 	}
@@ -89,7 +103,7 @@ func (s *Session) loginWithoutPool() error {
 	if err != nil {
 		return err
 	}
-	if !known && method == hba.MethodTrust {
+	if !known && method == credTrust {
 		// Trust hides nothing in PostgreSQL either.
 		s.loginFailed("no_user")
 		s.fatal("28000", fmt.Sprintf("role %q does not exist", s.User))
@@ -183,7 +197,7 @@ func (s *Session) applyLinger() {
 
 // authMethod applies pg_hba (or the legacy hba list) and picks the
 // challenge for the stored verifier.
-func (s *Session) authMethod(verifier string) (hba.Method, error) {
+func (s *Session) authMethod(verifier string) (credMethod, error) {
 	rule, err := s.hbaRule()
 	if err != nil {
 		return 0, err
@@ -232,14 +246,14 @@ func (s *Session) hbaRule() (hba.Rule, error) {
 // PostgreSQL (CheckPWChallengeAuth): md5 only with an MD5 secret;
 // otherwise SCRAM, mocked when the secret is missing (PostgreSQL mocks
 // with its default password_encryption, SCRAM).
-func methodFor(rule hba.Rule, verifier string) hba.Method {
+func methodFor(rule hba.Rule, verifier string) credMethod {
 	switch {
 	case rule.Method == hba.MethodTrust:
-		return hba.MethodTrust
+		return credTrust
 	case rule.Method == hba.MethodMD5 && auth.IsMD5Verifier(verifier):
-		return hba.MethodMD5
+		return credMD5
 	}
-	return hba.MethodSCRAM
+	return credSCRAM
 }
 
 // hbaRequest is what pg_hba rules match on, TLS as negotiated.
@@ -283,13 +297,13 @@ func (s *Session) legacyHBAAllows() bool {
 // nil, is called once after the client failed against verifier and gives
 // the verifier to check again (auth_query: the password may have changed);
 // only an MD5 response can be checked again within the same exchange.
-func (s *Session) authenticate(method hba.Method, verifier string, refetch func() string) ([]byte, error) {
+func (s *Session) authenticate(method credMethod, verifier string, refetch func() string) ([]byte, error) {
 	switch method {
-	case hba.MethodTrust:
+	case credTrust:
 		return nil, nil
-	case hba.MethodMD5:
+	case credMD5:
 		return nil, s.authMD5(verifier, refetch)
-	case hba.MethodSCRAM:
+	case credSCRAM:
 		v, err := auth.ParseSCRAMVerifier(verifier)
 		if err != nil {
 			// No usable SCRAM secret: the exchange runs and fails like a

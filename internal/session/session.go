@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doorman-go/doorman/internal/auth/hba"
+	"github.com/doorman-go/doorman/internal/auth/pam"
 	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/clienttls"
 	"github.com/doorman-go/doorman/internal/config"
@@ -55,6 +56,9 @@ type Env struct {
 	// Parker holds idle plaintext clients without a goroutine; nil keeps
 	// a goroutine per client.
 	Parker *idlepark.Parker
+	// PAM checks the passwords of users with auth_pam_service; nil in a
+	// build without PAM (config refuses the key there).
+	PAM *pam.Authenticator
 }
 
 // Metrics receives session events for Prometheus.

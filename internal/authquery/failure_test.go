@@ -1,0 +1,167 @@
+package authquery_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+)
+
+// TestLookupFails: when the lookup query fails, a new user gets 08P01 and
+// a clear message, users already in the cache keep logging in (also past
+// cache_ttl), and the failures are counted.
+func TestLookupFails(t *testing.T) {
+	d := start(t, "", "      cache_ttl: 200ms")
+	known := newRole(t, "pw", "md5")
+	require.Equal(t, known, currentUser(t, d, known, "pw"))
+	fresh := newRole(t, "pw", "md5")
+
+	pg.ExecDB(t, "aqdb", "REVOKE EXECUTE ON FUNCTION pg_doorman_get_auth(TEXT) FROM doorman_auth")
+	t.Cleanup(func() { pg.ExecDB(t, "aqdb", "GRANT EXECUTE ON FUNCTION pg_doorman_get_auth(TEXT) TO doorman_auth") })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := login(ctx, d, fresh, "pw")
+	var pe *pgconn.PgError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "08P01", pe.Code)
+	require.Contains(t, pe.Message, "authentication lookup failed")
+	require.NotContains(t, pe.Message, "permission denied", "the cause stays in the log")
+
+	time.Sleep(300 * time.Millisecond) // let the known user's entry pass cache_ttl
+	require.Equal(t, known, currentUser(t, d, known, "pw"), "an expired entry is used while the lookup fails")
+	require.GreaterOrEqual(t, authQueryStat(t, d, "executor_errors"), 2)
+
+	pg.ExecDB(t, "aqdb", "GRANT EXECUTE ON FUNCTION pg_doorman_get_auth(TEXT) TO doorman_auth")
+	require.Equal(t, fresh, currentUser(t, d, fresh, "pw"), "logins work again once the lookup does")
+}
+
+// TestPostgresRestartDuringLookups: logins that need a lookup keep coming
+// while PostgreSQL restarts; each ends within its timeout with a login or
+// a PostgreSQL-style error, and once PostgreSQL is back lookups work on
+// fresh executor connections.
+func TestPostgresRestartDuringLookups(t *testing.T) {
+	d := start(t, "", "      cache_failure_ttl: 1ms")
+	warm := newRole(t, "pw", "scram-sha-256")
+	require.Equal(t, warm, currentUser(t, d, warm, "pw"))
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var logins, failures atomic.Int64
+	var unexpected sync.Map
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+				_, err := pgx.Connect(ctx, d.DSN(fmt.Sprintf("ghost_%d_%d", w, i), "x", "aqdb"))
+				cancel()
+				logins.Add(1)
+				switch code := sqlstate(err); code {
+				case "28P01", "08P01":
+					failures.Add(1)
+				case "":
+					if err != nil && !strings.Contains(err.Error(), "connection refused") {
+						unexpected.Store(err.Error(), true)
+					}
+				default:
+					unexpected.Store(code+" "+err.Error(), true)
+				}
+			}
+		}()
+	}
+	require.Eventually(t, func() bool { return logins.Load() > 20 }, 10*time.Second, 10*time.Millisecond)
+	pg.Restart(t)
+	n := logins.Load()
+	require.Eventually(t, func() bool { return logins.Load() > n+20 }, 20*time.Second, 10*time.Millisecond, "logins go on after the restart")
+	close(stop)
+	wg.Wait()
+	unexpected.Range(func(k, _ any) bool { t.Errorf("unexpected login result: %v", k); return true })
+
+	fresh := newRole(t, "pw", "scram-sha-256")
+	require.Equal(t, fresh, currentUser(t, d, fresh, "pw"), "a new user is looked up after the restart")
+	t.Logf("%d logins during the test, %d refused", logins.Load(), failures.Load())
+}
+
+// TestDynamicPoolCollected: an auth_query pool nobody uses is closed in
+// the retain cycle once its server connections are gone, unless it keeps
+// min_pool_size connections.
+func TestDynamicPoolCollected(t *testing.T) {
+	tests := []struct {
+		name, extra string
+		collected   bool
+	}{
+		{"min_pool_size 0", "", true},
+		{"min_pool_size 1", "      min_pool_size: 1", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := start(t, "  retain_connections_time: 200ms\n  idle_timeout: 300ms", tt.extra)
+			user := newRole(t, "pw", "md5")
+			require.Equal(t, user, currentUser(t, d, user, "pw"))
+			require.EqualValues(t, 1, d.Daemon.Pools.Dynamic("aqdb").Current)
+			gone := func() bool { return d.Daemon.Pools.Dynamic("aqdb").Collected == 1 }
+			if tt.collected {
+				require.Eventually(t, gone, 15*time.Second, 50*time.Millisecond)
+				for _, p := range show(t, d, "POOLS") {
+					require.NotEqual(t, user, p["user"], "SHOW POOLS no longer lists it")
+				}
+				require.Equal(t, user, currentUser(t, d, user, "pw"), "the next login makes a new pool")
+				require.EqualValues(t, 2, d.Daemon.Pools.Dynamic("aqdb").Created)
+				return
+			}
+			require.Never(t, gone, 2*time.Second, 100*time.Millisecond)
+		})
+	}
+}
+
+// TestReloadKeepsDynamicPools: RELOAD keeps auth_query pools in use (an
+// open transaction goes on), applies the new pool_size to them and starts
+// the cache afresh.
+func TestReloadKeepsDynamicPools(t *testing.T) {
+	d := start(t, "", "      pool_size: 3")
+	user := newRole(t, "pw", "scram-sha-256")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := login(ctx, d, user, "pw")
+	require.NoError(t, err)
+	defer c.Close(ctx)
+	tx, err := c.Begin(ctx)
+	require.NoError(t, err)
+	var pid int
+	require.NoError(t, tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid))
+	require.Equal(t, 1, authQueryStat(t, d, "cache_entries"))
+
+	d.WriteConfig(t, config("", "      pool_size: 5"))
+	require.NoError(t, d.Daemon.Reload())
+
+	var again int
+	require.NoError(t, tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&again))
+	require.Equal(t, pid, again, "the transaction kept its server connection")
+	require.NoError(t, tx.Commit(ctx))
+	require.Equal(t, 0, authQueryStat(t, d, "cache_entries"), "RELOAD empties the cache")
+	var size string
+	for _, p := range show(t, d, "POOLS") {
+		if p["user"] == user {
+			size = "listed"
+		}
+	}
+	require.Equal(t, "listed", size)
+	p, ok := findPool(d, user)
+	require.True(t, ok)
+	require.Equal(t, 5, p.Settings().User.PoolSize)
+	require.Equal(t, user, currentUser(t, d, user, "pw"))
+}
