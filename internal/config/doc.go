@@ -8,8 +8,12 @@
 // are errors. All problems come back at once via errors.Join as *KeyError,
 // each message starting with its key path; warnings come back separately,
 // even on error. A documented key whose value asks for behaviour pg_doorman
-// lacks (TLS, auth_query, PAM, JWT, Talos, syslog, ...) is refused with
+// lacks (syslog, PAM in a build without it, ...) is refused with
 // ErrNotImplemented (unimplemented.go); documented defaults always load.
+// Files that settings name are read at load, so that -t and a reload catch
+// them: client and server TLS material, Talos and JWT public keys (a
+// reload is how a rotated key is picked up), PAM service files (checked to
+// exist).
 // Tokio-only keys and backlog are accepted and only warn when set.
 //
 // Sources, later overriding earlier for general/prometheus keys: defaults,

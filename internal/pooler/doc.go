@@ -9,6 +9,13 @@
 // on reload: new pools appear, removed ones are closed, resized ones keep
 // their connections.
 //
+// Databases with auth_query also get a resolver (package authquery, built
+// afresh on every Apply, so the cache starts empty) and pools made on
+// demand by AuthQueryPool: one per looked-up user in passthrough mode, one
+// shared server_user pool in dedicated mode. Lookup never returns those
+// (their logins go through the resolver); Pools lists them; the retain
+// cycle collects the unused ones.
+//
 // Everything here is safe for concurrent use. Counters are atomics updated
 // by the sessions on the hot path; the current configuration of a pool is an
 // atomic pointer, replaced as a whole on reload, never mutated in place.

@@ -21,7 +21,9 @@ func (s *Session) loginAuthQuery(ctx context.Context, sm *protocol.StartupMessag
 	if err != nil {
 		return err
 	}
-	ent, err := res.Get(ctx, s.User)
+	lctx, cancel := context.WithTimeout(ctx, loginTimeout) // a login waiting for a busy executor gives up with the login
+	ent, err := res.Get(lctx, s.User)
+	cancel()
 	if err != nil {
 		res.Authenticated(false)
 		s.loginFailed("auth_query")

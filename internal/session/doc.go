@@ -32,8 +32,11 @@
 //
 // Login follows PostgreSQL 15 where a client could tell the difference: an
 // unknown user gets a mock SCRAM exchange, an unknown database is named only
-// after authentication, failures are logged at WARN (rate-limited). Until
-// the welcome a connection closes with FIN; tcp_so_linger applies after it.
+// after authentication, failures are logged at WARN (rate-limited). The
+// method follows the seed's order (chooseMethod, methods.go): Talos, pg_hba,
+// PAM, SCRAM/MD5, JWT; users a pool does not list are looked up through its
+// auth_query (authquery.go). Until the welcome a connection closes with
+// FIN; tcp_so_linger applies after it.
 //
 // Spec: https://www.postgresql.org/docs/current/protocol-flow.html and
 // seed 002 (pool modes, authentication, pg_hba).
