@@ -165,3 +165,38 @@ func TestReloadKeepsDynamicPools(t *testing.T) {
 	require.Equal(t, 5, p.Settings().User.PoolSize)
 	require.Equal(t, user, currentUser(t, d, user, "pw"))
 }
+
+// TestLookupConcurrencyBound: a burst of 60 logins with distinct unknown
+// names runs at most `workers` lookups at a time, on at most `workers`
+// executor connections (counted in pg_stat_activity).
+func TestLookupConcurrencyBound(t *testing.T) {
+	d := start(t, "", "") // the template sets workers: 2
+	var wg sync.WaitGroup
+	for i := range 60 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err := pgx.Connect(ctx, d.DSN(fmt.Sprintf("burst_%d", i), "x", "aqdb"))
+			if code := sqlstate(err); code != "28P01" {
+				t.Errorf("login %d: %v", i, err)
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	most := int64(0)
+	for {
+		n := pg.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pg_doorman auth_query'")
+		most = max(most, n)
+		select {
+		case <-done:
+			require.LessOrEqual(t, most, int64(2), "executor connections")
+			require.GreaterOrEqual(t, most, int64(1))
+			require.Equal(t, 60, authQueryStat(t, d, "executor_queries"))
+			return
+		default:
+		}
+	}
+}
