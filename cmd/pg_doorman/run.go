@@ -5,17 +5,21 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"golang.org/x/sys/unix"
 
 	"github.com/doorman-go/doorman/internal/app"
 	"github.com/doorman-go/doorman/internal/config"
 	pgdaemon "github.com/doorman-go/doorman/internal/daemon"
 	"github.com/doorman-go/doorman/internal/logging"
+	"github.com/doorman-go/doorman/internal/upgrade"
 )
 
 type flags struct {
@@ -25,6 +29,7 @@ type flags struct {
 	noColor   bool
 	daemonize bool
 	version   bool
+	inherit   []string // --inherit-fd kind=N: a binary upgrade's new process
 }
 
 func run(args []string) int {
@@ -48,6 +53,8 @@ func run(args []string) int {
 	fl.BoolVarP(&f.noColor, "no-color", "n", false, "no colours in text logs")
 	fl.BoolVarP(&f.daemonize, "daemon", "d", false, "run in the background, PID in general.daemon_pid_file")
 	fl.BoolVarP(&f.version, "version", "V", false, "print the version and exit")
+	fl.StringArrayVar(&f.inherit, upgrade.InheritFlag, nil, "internal: a descriptor handed over by a binary upgrade (kind=fd)")
+	_ = fl.MarkHidden(upgrade.InheritFlag)
 	cmd.SetArgs(args)
 	if err := cmd.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "pg_doorman:", err)
@@ -88,8 +95,19 @@ func start(f flags, args []string) int {
 		fmt.Printf("configuration %s is valid\n", path)
 		return 0
 	}
-	if f.daemonize && os.Getenv(daemonEnv) == "" {
+	inherited, err := upgrade.FromFlags(f.inherit)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pg_doorman:", err)
+		return 1
+	}
+	if f.daemonize && os.Getenv(daemonEnv) == "" && inherited == nil {
 		return daemonizeSelf(cfg.General.DaemonPIDFile)
+	}
+	if f.daemonize && inherited != nil && cfg.General.DaemonPIDFile != "" {
+		// The new process of an upgrade in daemon mode: the pid file is ours now.
+		if err := os.WriteFile(cfg.General.DaemonPIDFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "pg_doorman: write pid file:", err)
+		}
 	}
 	level := cfg.General.LogLevel
 	if f.logLevel != "" {
@@ -124,36 +142,87 @@ func start(f flags, args []string) int {
 		// after we are gone would signal a stranger.
 		defer removePIDFile(cfg.General.DaemonPIDFile, os.Getpid(), log)
 	}
-	if err := serve(cfg, log, atom); err != nil {
+	if err := serve(cfg, log, atom, inherited, upgradeSpec{path: path, daemon: f.daemonize}); err != nil {
 		log.Error("pg_doorman failed", zap.Error(err))
 		return 1
 	}
 	return 0
 }
 
-func serve(cfg *config.Config, log *zap.Logger, atom zap.AtomicLevel) error {
+// upgradeSpec is what a binary upgrade needs to start the new process.
+type upgradeSpec struct {
+	path   string // the config file
+	daemon bool   // -d: clients are drained, not migrated
+}
+
+// spawn starts this binary again with our own arguments (minus the
+// descriptors an earlier upgrade handed us) and the listeners.
+func (u upgradeSpec) spawn(ctx context.Context, lns []upgrade.Listener) (*upgrade.Child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	var args []string
+	for _, a := range os.Args[1:] {
+		if !strings.HasPrefix(a, "--"+upgrade.InheritFlag) {
+			args = append(args, a)
+		}
+	}
+	return upgrade.Spawn(ctx, upgrade.SpawnOptions{Binary: exe, ConfigPath: u.path, Args: args, Listeners: lns, Migrate: !u.daemon})
+}
+
+// onTerminal reports whether stdin is a terminal: SIGINT there is Ctrl+C
+// (shut down); elsewhere it is the seed's legacy upgrade signal.
+func onTerminal() bool {
+	_, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func serve(cfg *config.Config, log *zap.Logger, atom zap.AtomicLevel, inherited *upgrade.Inherited, up upgradeSpec) error {
 	a, err := app.Build(cfg, log, atom)
 	if err != nil {
 		return err
 	}
+	if inherited != nil {
+		a.Inherit(inherited)
+	}
 	d := a.Daemon
 	sig := make(chan os.Signal, 4)
-	signal.Notify(sig, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	signal.Notify(sig, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR2)
 	defer signal.Stop(sig)
+	doUpgrade := func() {
+		if err := a.Upgrade(context.Background(), up.spawn); err == nil {
+			_, _ = daemon.SdNotify(false, "STATUS=handing clients over to the new process")
+		}
+	}
 	go func() {
-		for s := range sig {
-			switch s {
-			case syscall.SIGHUP:
-				_ = d.Reload()
-			default:
-				log.Info("got signal, shutting down gracefully", zap.Stringer("signal", s))
-				d.Shutdown()
+		for {
+			select {
+			case s := <-sig:
+				switch {
+				case s == syscall.SIGHUP:
+					_ = d.Reload()
+				case s == syscall.SIGUSR2, s == syscall.SIGINT && (up.daemon || !onTerminal()):
+					log.Info("got signal, starting binary upgrade and graceful shutdown", zap.Stringer("signal", s))
+					go doUpgrade()
+				default:
+					log.Info("got signal, shutting down gracefully", zap.Stringer("signal", s))
+					_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
+					d.Shutdown()
+				}
+			case <-d.Upgrades():
+				go doUpgrade()
 			}
 		}
 	}()
 	err = a.Run(context.Background(), func() {
 		log.Info("pg_doorman started", zap.String("version", pgdaemon.Version), zap.Stringer("addr", d.Addr()), zap.Int("pools", len(cfg.Pools)))
-		_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
+		state := daemon.SdNotifyReady
+		if inherited != nil {
+			// The unit's main process is us now (NotifyAccess=all).
+			state = fmt.Sprintf("MAINPID=%d\n%s", os.Getpid(), daemon.SdNotifyReady)
+		}
+		_, _ = daemon.SdNotify(false, state)
 	})
 	log.Info("pg_doorman stopped")
 	return err

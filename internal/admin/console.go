@@ -196,6 +196,14 @@ func (c *Console) exec(ctx context.Context, dst []byte, cmd command, after *func
 		c.log.Info("SHUTDOWN command issued")
 		*after = c.d.Shutdown
 		return appendTag(dst, "SHUTDOWN"), nil
+	case verbUpgrade:
+		// Run by whoever serves Upgrades (cmd/pg_doorman's signal loop,
+		// as for SIGUSR2): the new process needs the command line.
+		if err := c.d.RequestUpgrade(); err != nil {
+			return nil, errorf("55000", "%s", err.Error())
+		}
+		c.log.Info("UPGRADE command issued")
+		return appendTag(dst, "UPGRADE"), nil
 	}
 	panic("BUG: admin: parser produced unknown verb " + cmd.Verb)
 }

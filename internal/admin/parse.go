@@ -15,6 +15,7 @@ const (
 	verbReconnect = "RECONNECT"
 	verbReload    = "RELOAD"
 	verbShutdown  = "SHUTDOWN"
+	verbUpgrade   = "UPGRADE"
 )
 
 // showSubjects are the SHOW commands the console answers.
@@ -125,7 +126,7 @@ func parseStatement(stmt string) (command, error) {
 			return command{Verb: verb, Arg: args[0].text}, nil
 		}
 		return command{}, bad
-	case verbReload, verbShutdown:
+	case verbReload, verbShutdown, verbUpgrade:
 		if len(args) != 0 {
 			return command{}, bad
 		}

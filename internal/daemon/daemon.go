@@ -21,6 +21,7 @@ import (
 	"github.com/doorman-go/doorman/internal/memlimit"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/session"
+	"github.com/doorman-go/doorman/internal/upgrade"
 )
 
 // Version is set by the linker.
@@ -53,6 +54,12 @@ type Daemon struct {
 
 	reloads       atomic.Uint64
 	reloadFailure atomic.Bool
+
+	// Binary upgrade.
+	upgradeReq   chan struct{}
+	upgrading    atomic.Bool
+	inherited    *upgrade.Inherited // set by Inherit in the new process
+	UpgradeStats UpgradeStats
 }
 
 // Hooks let the admin console and metrics plug in without an import cycle.
@@ -71,11 +78,12 @@ const maxPAMTransactions = 16
 func New(cfg *config.Config, log *zap.Logger, level zap.AtomicLevel) (*Daemon, error) {
 	d := &Daemon{
 		Log: log, Level: level, cfgPath: cfg.Path,
-		Pools:    pooler.NewRegistry(cfg, log),
-		Clients:  session.NewRegistry(),
-		Memory:   memlimit.New(int64(cfg.General.MaxMemoryUsage)),
-		shutdown: make(chan struct{}),
-		drained:  make(chan struct{}),
+		Pools:      pooler.NewRegistry(cfg, log),
+		Clients:    session.NewRegistry(),
+		Memory:     memlimit.New(int64(cfg.General.MaxMemoryUsage)),
+		shutdown:   make(chan struct{}),
+		drained:    make(chan struct{}),
+		upgradeReq: make(chan struct{}, 1),
 	}
 	if err := d.setHBA(cfg); err != nil {
 		return nil, err
@@ -107,6 +115,9 @@ func (d *Daemon) Config() *config.Config { return d.Pools.Config() }
 
 // Listen opens the TCP listener and, if configured, the unix socket.
 func (d *Daemon) Listen() error {
+	if in := d.inherited; in != nil {
+		return d.listenInherited(in)
+	}
 	g := d.Config().General
 	addr := net.JoinHostPort(g.Host, fmt.Sprint(g.Port))
 	lc := net.ListenConfig{}
@@ -155,6 +166,9 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}
 	if pam.Available() {
 		d.env.PAM = pam.New(maxPAMTransactions)
+	}
+	if in := d.inherited; in != nil && in.Channel != nil {
+		go d.receive(ctx, in.Channel)
 	}
 	go d.Pools.Run(ctx)
 	var accept sync.WaitGroup

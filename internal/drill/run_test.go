@@ -92,7 +92,8 @@ func TestRunValidateModes(t *testing.T) {
 // the primary is stopped (fast) and the replica promoted while six workers
 // write. Every acknowledged write is found on the new primary, the writes
 // move to it, and the move is no longer than the write gap. (pgx tries the next host
-// within one connect, so the move may cost no failed attempt at all.)
+// within one connect, so the move may cost no failed attempt at all.) The run
+// lasts 10 s so that a loaded machine still promotes well within it.
 func TestRunAcrossPromotion(t *testing.T) {
 	t.Parallel()
 	pg := pgtest.Start(t, pgtest.Options{})
@@ -106,7 +107,7 @@ func TestRunAcrossPromotion(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		r, err := drill.Run(context.Background(), drill.Config{DSN: dsn, Duration: 4 * time.Second, Table: table}, nil)
+		r, err := drill.Run(context.Background(), drill.Config{DSN: dsn, Duration: 10 * time.Second, Table: table}, nil)
 		done <- result{r, err}
 	}()
 	require.Eventually(t, func() bool {

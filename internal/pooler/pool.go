@@ -181,6 +181,17 @@ func (p *Pool) SetClientKey(key []byte) {
 	p.mu.Unlock()
 }
 
+// ClientKey returns the SCRAM ClientKey the pool logs in with (nil if
+// none): a binary upgrade hands it to the new process.
+func (p *Pool) ClientKey() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]byte(nil), p.clientKey...)
+}
+
+// Dynamic reports whether auth_query created the pool.
+func (p *Pool) Dynamic() bool { return p.dynamic }
+
 // serverParamsTTL bounds how stale the ParameterStatus set given to new
 // clients may be: in_hot_standby and default_transaction_read_only change on
 // promotion or failover, and libpq's target_session_attrs trusts them.

@@ -158,3 +158,20 @@ func (s *ServerSet) Len() int { return s.lru.Len() }
 
 // Bytes is what the set accounts against its byte bound.
 func (s *ServerSet) Bytes() int64 { return s.bytes }
+
+// ClientEntry is one name of a ClientMap.
+type ClientEntry struct {
+	Name      string
+	Statement *Statement
+}
+
+// Entries lists the names, least recently used first (Put them in this
+// order to rebuild the map with the same LRU order).
+func (m *ClientMap) Entries() []ClientEntry {
+	out := make([]ClientEntry, 0, m.lru.Len())
+	for e := m.lru.Back(); e != nil; e = e.Prev() {
+		ce := e.Value.(*clientEntry)
+		out = append(out, ClientEntry{Name: ce.name, Statement: ce.st})
+	}
+	return out
+}

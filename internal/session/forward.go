@@ -254,6 +254,11 @@ var errParked = errors.New("client parked")
 // waits without a buffer when it cannot be parked). Between transactions
 // may begin during the wait, when serverLoop releases the server.
 func (s *Session) peekClient(ctx context.Context) (byte, int, error) {
+	if s.migrating.Load() && s.idleForMigration() {
+		if err := s.handOff(); err != nil {
+			return 0, 0, err
+		}
+	}
 	if s.resumed {
 		// Woken because the socket is readable: read it, do not wait.
 		s.resumed = false
@@ -279,8 +284,17 @@ func (s *Session) peekClient(ctx context.Context) (byte, int, error) {
 			continue // inside a transaction, or in the middle of a header
 		}
 		s.crd.Release()
+		if s.migrating.Load() {
+			if err := s.handOff(); err != nil {
+				return 0, 0, err
+			}
+			continue
+		}
 		if s.park(ctx) {
 			return 0, 0, errParked
+		}
+		if s.migrating.Load() {
+			continue // Migrate came while park was refused: hand off next turn
 		}
 		return s.crd.PeekHeader()
 	}
@@ -303,7 +317,7 @@ func (s *Session) park(ctx context.Context) bool {
 	defer s.mu.Unlock()
 	// Under mu, so that Kill either comes first (no park) or sees parked
 	// and takes the socket back before it closes it.
-	if s.killed || s.srv != nil {
+	if s.killed || s.srv != nil || s.migrateTo != nil {
 		return false
 	}
 	if err := pk.Park(sc, func(idlepark.WakeReason) { s.resume(ctx) }); err != nil {

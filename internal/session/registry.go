@@ -40,10 +40,29 @@ func (r *Registry) add(s *Session) {
 	r.sessions[s.ID] = s
 }
 
+// adopt registers a migrated session under the cancel key it brought. It
+// reports false, registering it without a key, when the key is taken.
+func (r *Registry) adopt(s *Session, pid, secret uint32) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nextID++
+	s.ID = r.nextID
+	r.sessions[s.ID] = s
+	k := uint64(pid)<<32 | uint64(secret)
+	if _, dup := r.byKey[k]; dup || k == 0 {
+		return false
+	}
+	s.cancelPID, s.cancelSecret = pid, secret
+	r.byKey[k] = s
+	return true
+}
+
 func (r *Registry) remove(s *Session) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.byKey, uint64(s.cancelPID)<<32|uint64(s.cancelSecret))
+	if k := uint64(s.cancelPID)<<32 | uint64(s.cancelSecret); r.byKey[k] == s {
+		delete(r.byKey, k)
+	}
 	delete(r.sessions, s.ID)
 }
 

@@ -143,6 +143,12 @@ type Session struct {
 	parked     bool   // under mu: held by env.Parker, no goroutine
 	resumed    bool   // woken by the Parker: the next read does not wait
 
+	// Binary upgrade: migrateTo (under mu) takes the client at its next
+	// idle point; migrating mirrors migrateTo != nil for the client loop's
+	// cheap check.
+	migrateTo Migrator
+	migrating atomic.Bool
+
 	// lastWord: a FATAL error was sent, close gracefully.
 	lastWord atomic.Bool
 
@@ -270,7 +276,7 @@ func (s *Session) end(err error) {
 	}
 	if s.counted {
 		s.pool.Stats.Clients.Add(-1)
-		if s.general().LogClientDisconnections {
+		if s.general().LogClientDisconnections && !errors.Is(err, errMigrated) {
 			s.logger().Info("client disconnected", zap.Stringer("addr", s.RemoteAddr), zap.Duration("session_time", time.Since(s.ConnectedAt)))
 		}
 	}
@@ -278,7 +284,7 @@ func (s *Session) end(err error) {
 		s.env.Clients.remove(s)
 	}
 	s.close()
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, errClientGone) {
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, errClientGone) && !errors.Is(err, errMigrated) {
 		s.logger().Debug("client session ended", zap.Stringer("addr", s.RemoteAddr), zap.Error(err))
 	}
 	if s.ended != nil {
@@ -316,11 +322,7 @@ func (s *Session) serve(ctx context.Context) error {
 	}
 	s.pool.Stats.Clients.Add(1)
 	s.counted = true
-	g := s.general()
-	s.guard = stallGuard{nc: s.nc, timeout: g.ProxyCopyDataTimeout}
-	s.crd = protocol.NewReader(&s.guard, 0, MaxClientMessage)
-	s.cmem = memlimit.NewAccount(s.env.Memory)
-	return s.run(ctx)
+	return s.startRun(ctx)
 }
 
 // readStartup handles SSLRequest (TLS when configured, else 'N'),

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/doorman-go/doorman/internal/app/apptest"
+	"github.com/doorman-go/doorman/internal/pgtest"
+)
+
+// upgradeRig is PostgreSQL with pgbench tables and a pg_doorman binary in
+// front of it, started by the test (the process of a binary upgrade must be
+// a real process: the new one is started from the binary's path).
+type upgradeRig struct {
+	pg      *pgtest.Cluster
+	bin     string
+	cfgPath string
+	port    int
+	stderr  logFile
+	first   *exec.Cmd
+}
+
+// logFile is the processes' stderr: a file, not a pipe, because the new
+// processes inherit it and a pipe would keep the first one's Wait open.
+type logFile string
+
+func (l logFile) String() string {
+	b, _ := os.ReadFile(string(l))
+	return string(b)
+}
+
+func newUpgradeRig(t *testing.T) *upgradeRig {
+	t.Helper()
+	bin, err := buildBinary()
+	require.NoError(t, err)
+	pg := pgtest.Start(t, pgtest.Options{MaxConnections: 200})
+	scram := pg.CreateUser(t, "app", "app-secret", "scram-sha-256")
+	pg.CreateDatabase(t, "appdb")
+	pgbench := pgBinary(t, "pgbench")
+	out, err := exec.Command(pgbench, "-i", "-q", "-s", "1", "-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port), "-U", "postgres", "appdb").CombinedOutput()
+	require.NoError(t, err, "pgbench -i: %s", out)
+	pg.ExecDB(t, "appdb", "GRANT ALL ON ALL TABLES IN SCHEMA public TO app")
+	dir := t.TempDir()
+	r := &upgradeRig{pg: pg, bin: bin, port: apptest.FreePort(t), stderr: logFile(filepath.Join(dir, "stderr.log"))}
+	logf, err := os.Create(string(r.stderr))
+	require.NoError(t, err)
+	defer logf.Close() // the processes hold their own copies
+	r.cfgPath = filepath.Join(dir, "pg_doorman.yaml")
+	require.NoError(t, os.WriteFile(r.cfgPath, []byte(fmt.Sprintf(`general:
+  host: 127.0.0.1
+  port: %d
+  unix_socket_dir: %q
+  admin_username: admin
+  admin_password: admin-pw
+  shutdown_timeout: 30s
+  query_wait_timeout: 10s
+pools:
+  appdb:
+    server_host: 127.0.0.1
+    server_port: %d
+    users:
+      - {username: app, password: '%s', pool_size: 20}
+`, r.port, dir, pg.Port, scram)), 0o600))
+	r.first = exec.Command(bin, r.cfgPath)
+	r.first.Stderr = logf
+	require.NoError(t, r.first.Start())
+	t.Cleanup(func() {
+		for _, pid := range r.pids() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		_ = r.first.Wait()
+	})
+	r.waitServing(t)
+	return r
+}
+
+func pgBinary(t *testing.T, name string) string {
+	t.Helper()
+	p, err := pgtest.FindBinary(name)
+	require.NoError(t, err, "%s is needed: apt-get install postgresql-15", name)
+	return p
+}
+
+var readyLine = regexp.MustCompile(`new process signaled readiness\s+\{"pid": (\d+)\}`)
+
+// pids are the processes of the rig: the first and every new one.
+func (r *upgradeRig) pids() []int {
+	out := []int{r.first.Process.Pid}
+	for _, m := range readyLine.FindAllStringSubmatch(r.stderr.String(), -1) {
+		pid, _ := strconv.Atoi(m[1])
+		out = append(out, pid)
+	}
+	return out
+}
+
+func (r *upgradeRig) dsn(user, password, db string) string {
+	return fmt.Sprintf("host=127.0.0.1 port=%d user=%s password=%s dbname=%s sslmode=disable", r.port, user, password, db)
+}
+
+// admin runs one admin console query and returns its rows as maps.
+func (r *upgradeRig) admin(t *testing.T, q string) []map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, r.dsn("admin", "admin-pw", "pgdoorman")+" default_query_exec_mode=simple_protocol")
+	require.NoError(t, err)
+	defer c.Close(ctx)
+	res, err := c.PgConn().Exec(ctx, q).ReadAll()
+	require.NoError(t, err)
+	var rows []map[string]string
+	for _, row := range res[0].Rows {
+		m := map[string]string{}
+		for i, fd := range res[0].FieldDescriptions {
+			m[fd.Name] = string(row[i])
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+func (r *upgradeRig) waitServing(t *testing.T) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, r.dsn("app", "app-secret", "appdb"))
+		if err != nil {
+			return false
+		}
+		c.Close(ctx)
+		return true
+	}, 20*time.Second, 50*time.Millisecond, "pg_doorman does not serve; stderr:\n%s", r.stderr)
+}
+
+// upgrade sends SIGUSR2 to pid and waits for the new process to be ready
+// and for pid to exit; it returns the new process's pid.
+func (r *upgradeRig) upgrade(t *testing.T, pid int) int {
+	t.Helper()
+	before := len(r.pids())
+	require.NoError(t, syscall.Kill(pid, syscall.SIGUSR2))
+	require.Eventually(t, func() bool { return len(r.pids()) > before }, 30*time.Second, 20*time.Millisecond,
+		"no new process; stderr:\n%s", r.stderr)
+	pids := r.pids()
+	return pids[len(pids)-1]
+}
+
+func gone(pid int) bool { return syscall.Kill(pid, 0) != nil || zombie(pid) }
+
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(b))
+	return len(f) > 2 && f[2] == "Z"
+}
+
+// TestBinaryUpgrade: pgbench (simple and prepared, 50 clients) runs through
+// pg_doorman while it upgrades itself twice; no transaction fails and no
+// client reconnects. A client with a prepared statement and one inside a
+// long transaction carry on; a broken config aborts the upgrade.
+func TestBinaryUpgrade(t *testing.T) {
+	r := newUpgradeRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	prep, err := pgx.Connect(ctx, r.dsn("app", "app-secret", "appdb"))
+	require.NoError(t, err)
+	defer prep.Close(ctx)
+	_, err = prep.Prepare(ctx, "plus_one", "SELECT $1::int + 1")
+	require.NoError(t, err)
+	long, err := pgx.Connect(ctx, r.dsn("app", "app-secret", "appdb"))
+	require.NoError(t, err)
+	defer long.Close(ctx)
+	tx, err := long.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "UPDATE pgbench_branches SET bbalance = bbalance + 1 WHERE bid = 1")
+	require.NoError(t, err)
+
+	pgbench := pgBinary(t, "pgbench")
+	type result struct {
+		out string
+		err error
+	}
+	bench := func(mode string) chan result {
+		ch := make(chan result, 1)
+		cmd := exec.CommandContext(ctx, pgbench, "-n", "-S", "-M", mode, "-c", "25", "-j", "2", "-T", "20",
+			"-h", "127.0.0.1", "-p", strconv.Itoa(r.port), "-U", "app", "appdb")
+		cmd.Env = append(os.Environ(), "PGPASSWORD=app-secret")
+		go func() {
+			out, err := cmd.CombinedOutput()
+			ch <- result{string(out), err}
+		}()
+		return ch
+	}
+	simple, prepared := bench("simple"), bench("prepared")
+	require.Eventually(t, func() bool { return len(r.admin(t, "SHOW CLIENTS")) >= 52 }, 20*time.Second, 50*time.Millisecond)
+	time.Sleep(time.Second) // let pgbench get going before the first upgrade
+
+	second := r.upgrade(t, r.first.Process.Pid)
+	// The long transaction commits on the old process after the upgrade
+	// started, then moves on.
+	require.NoError(t, tx.Commit(ctx))
+	require.NoError(t, r.first.Wait(), "the old process exits cleanly; stderr:\n%s", r.stderr)
+	time.Sleep(2 * time.Second)
+	third := r.upgrade(t, second)
+	require.Eventually(t, func() bool { return gone(second) }, 40*time.Second, 50*time.Millisecond, "second process did not exit")
+	// pgbench is still running: its 50 clients and the two pgx ones are
+	// on the third process, never having reconnected (pgbench does not
+	// reconnect: a lost connection aborts its client, checked below).
+	require.Len(t, r.admin(t, "SHOW CLIENTS"), 53, "52 clients and this admin session")
+	select {
+	case <-simple:
+		t.Fatal("pgbench ended before the second upgrade was over: the test shows nothing")
+	default:
+	}
+
+	for name, ch := range map[string]chan result{"simple": simple, "prepared": prepared} {
+		res := <-ch
+		require.NoError(t, res.err, "pgbench -M %s: %s", name, res.out)
+		require.Contains(t, res.out, "number of failed transactions: 0 ", "pgbench -M %s:\n%s", name, res.out)
+		require.NotContains(t, res.out, "aborted", "pgbench -M %s:\n%s", name, res.out)
+	}
+	var n int
+	require.NoError(t, prep.QueryRow(ctx, "plus_one", 41).Scan(&n), "the prepared statement survived two upgrades")
+	require.Equal(t, 42, n)
+	var bal int
+	require.NoError(t, long.QueryRow(ctx, "SELECT count(*) FROM pgbench_branches").Scan(&bal), "the long-transaction client carries on")
+	clients := r.admin(t, "SHOW CLIENTS")
+	require.Len(t, clients, 3, "the two pgx clients and this admin session, on the third process")
+	migrated := strings.Count(r.stderr.String(), "client migrated to the new process")
+	require.GreaterOrEqual(t, migrated, 2*52, "every client moved twice")
+	t.Logf("%d client migrations over two upgrades", migrated)
+
+	// A broken config: the upgrade is aborted, the process serves on.
+	good, err := os.ReadFile(r.cfgPath)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(r.cfgPath, append(good, []byte("bogus_key: 1\n")...), 0o600))
+	require.NoError(t, syscall.Kill(third, syscall.SIGUSR2))
+	require.Eventually(t, func() bool { return strings.Contains(r.stderr.String(), "BINARY UPGRADE ABORTED") }, 30*time.Second, 50*time.Millisecond)
+	require.False(t, gone(third))
+	require.NoError(t, prep.QueryRow(ctx, "plus_one", 1).Scan(&n))
+	require.Equal(t, 2, n)
+	require.Len(t, r.pids(), 3, "no new process")
+
+	require.NoError(t, syscall.Kill(third, syscall.SIGTERM))
+	require.Eventually(t, func() bool { return gone(third) }, 40*time.Second, 50*time.Millisecond)
+}
