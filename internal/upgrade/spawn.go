@@ -238,4 +238,3 @@ func (in *Inherited) Ready() error {
 	}
 	return nil
 }
-
