@@ -22,8 +22,6 @@ var emptyInHealthyRun = map[string]string{
 	"pg_doorman_server_connections_lost_total": "no server connection dies in this run",
 	// Per pool, created on the first GET /cluster round that fails.
 	"pg_doorman_patroni_api_errors_total": "the fake Patroni always answers",
-	// Per pool and reason, created on the first rejected candidate.
-	"pg_doorman_fallback_candidate_failures_total": "the fake Patroni's replica is accepted at once",
 }
 
 // firesInThisRun are the alerts whose expression the run provokes on

@@ -47,6 +47,8 @@ $$ SELECT usename, passwd FROM pg_shadow WHERE usename = p_usename; $$`)
 
 // fakePatroni serves GET /cluster naming the local member (down, at
 // localPort) as leader and the test's PostgreSQL as a streaming replica.
+// The fallback round rejects the leader (connect_error), which gives
+// pg_doorman_fallback_candidate_failures_total its series.
 func fakePatroni(t *testing.T, localPort int) string {
 	t.Helper()
 	cluster := map[string]any{"members": []map[string]any{
