@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/doorman-go/doorman/internal/pgtest"
 )
 
@@ -22,6 +24,14 @@ func TestMain(m *testing.M) {
 	pg = c
 	code := m.Run()
 	cleanup()
+	if code == 0 {
+		// pg_doorman, the fake Patroni and the prometheus process waiter
+		// are all stopped by the tests' cleanups.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
