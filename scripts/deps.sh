@@ -4,7 +4,7 @@
 set -euo pipefail
 want=(postgresql-15 postgresql-client-15)
 case "${1:-run}" in
-  test)  want+=(pgbouncer haproxy python3-psycopg patroni etcd-server etcd-client libpam0g-dev gcc)
+  test)  want+=(pgbouncer haproxy python3-psycopg patroni etcd-server etcd-client libpam0g-dev gcc prometheus)
          # node-postgres tests need node and npm; the machine image brings
          # its own Node.js, Debian's is the fallback.
          command -v npm >/dev/null || want+=(nodejs npm) ;;
