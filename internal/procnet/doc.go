@@ -6,7 +6,8 @@
 // rows whose inode is one of the process's own sockets (the "socket:[N]"
 // links in /proc/self/fd), as the Rust pg_doorman does, so a busy host's
 // other processes do not show up. A socket of ours found in none of the
-// three tables (UDP, netlink, ...) counts as Unknown.
+// three tables (UDP, netlink, ...) counts as Unknown, and so may one
+// closed between the fd scan and the table reads (there is no snapshot).
 //
 // ParseTCP and ParseUnix are pure functions over an io.Reader, fuzzed:
 // input is read line by line with a bound on the line length (longer lines

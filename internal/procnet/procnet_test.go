@@ -205,3 +205,29 @@ func TestSocketInode(t *testing.T) {
 		require.Equal(t, tt.want, got, tt.link)
 	}
 }
+
+// BenchmarkRead reads the counts with 1,000 TCP sockets open (500
+// loopback connections, both ends), what one SHOW SOCKETS or scrape costs.
+func BenchmarkRead(b *testing.B) {
+	if runtime.GOOS != "linux" {
+		b.Skip("Read is Linux only")
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(b, err)
+	defer ln.Close()
+	for i := 0; i < 500; i++ {
+		c, err := net.Dial("tcp4", ln.Addr().String())
+		require.NoError(b, err)
+		defer c.Close()
+		s, err := ln.Accept()
+		require.NoError(b, err)
+		defer s.Close()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := Read("/proc"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
