@@ -37,6 +37,7 @@ type scenario struct {
 	load    *loadResult
 	command *commandResult
 	result  []map[string]string // rows of the last admin console command
+	columns []string            // its column names, in order
 }
 
 // initScenario wires the hooks and steps of one scenario.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/doorman-go/doorman/internal/config"
 	"github.com/doorman-go/doorman/internal/daemon"
+	"github.com/doorman-go/doorman/internal/procnet"
 	"github.com/doorman-go/doorman/internal/protocol"
 	"github.com/doorman-go/doorman/internal/session"
 )
@@ -30,6 +31,7 @@ type Console struct {
 	created      time.Time
 	now          func() time.Time
 	pauseTimeout time.Duration
+	readSockets  func() (procnet.Counts, error) // SHOW SOCKETS; tests replace it
 	stats        statsSampler
 }
 
@@ -43,6 +45,7 @@ func New(d *daemon.Daemon) *Console {
 	return &Console{
 		d: d, log: log, initialLevel: d.Level.Level(),
 		created: time.Now(), now: time.Now, pauseTimeout: defaultPauseTimeout,
+		readSockets: func() (procnet.Counts, error) { return procnet.Read("/proc") },
 	}
 }
 
@@ -222,6 +225,21 @@ func (c *Console) show(dst []byte, subject string) ([]byte, error) {
 		rs = showConfig(c.d.Config().Settings(), config.Default().Settings())
 	case "POOLS":
 		rs = showPools(c.gatherPools(viewSessions(c.d.Clients)))
+	case "POOLS_EXTENDED":
+		rs = showPoolsExtended(gatherExtended(c.gatherPools(viewSessions(c.d.Clients)), c.d.Pools.Pools()))
+	case "POOLS_MEMORY":
+		rs = showPoolsMemory(gatherMemory(c.d.Pools.Pools()))
+	case "CONNECTIONS":
+		rs = showConnections(c.gatherConnections())
+	case "SOCKETS":
+		counts, err := c.readSockets()
+		switch {
+		case errors.Is(err, procnet.ErrUnsupported):
+			return dst, errorf("0A000", "SHOW SOCKETS is only available on Linux")
+		case err != nil:
+			return dst, errorf("58030", "SHOW SOCKETS: %v", err)
+		}
+		rs = showSocketStates(counts)
 	case "DATABASES":
 		rs = showDatabases(c.gatherPools(sessionView{}))
 	case "USERS":

@@ -24,6 +24,7 @@ func TestShowColumnsAndTypes(t *testing.T) {
 	c, _ := newTestConsole(t, testConfig)
 	const sockets = "type user database state addr port local_addr local_port connect_time request_time wait wait_us close_needed ptr link remote_pid tls application_name prepared_statements"
 	const socketText = "type user database state addr local_addr connect_time request_time ptr link tls application_name"
+	const poolsCols = "database user cl_active cl_waiting cl_active_cancel_req cl_waiting_cancel_req sv_active sv_active_cancel sv_being_canceled sv_idle sv_used sv_tested sv_login maxwait maxwait_us pool_mode paused cl_idle"
 	tests := []struct {
 		query    string
 		columns  string
@@ -31,8 +32,12 @@ func TestShowColumnsAndTypes(t *testing.T) {
 		numOID   uint32
 		rows     int // -1: some
 	}{
-		{"SHOW POOLS", "database user cl_active cl_waiting cl_active_cancel_req cl_waiting_cancel_req sv_active sv_active_cancel sv_being_canceled sv_idle sv_used sv_tested sv_login maxwait maxwait_us pool_mode paused",
-			"database user pool_mode", oidInt4, 3},
+		{"SHOW POOLS", poolsCols, "database user pool_mode", oidInt4, 3},
+		{"SHOW POOLS_MEMORY", "database user prepared_statements_count prepared_statements_bytes server_connections server_read_buffers_bytes histograms_bytes total_bytes",
+			"database user", oidInt8, 3},
+		{"SHOW CONNECTIONS", "total errors tls plain cancel clients servers", "", oidInt8, 1},
+		{"SHOW POOL_SCALING", "user database inflight creates gate_waits burst_gate_budget_ex antic_notify antic_timeout create_fallback replenish_def",
+			"user database", oidInt8, 3},
 		{"SHOW STATS", "database total_xact_count total_query_count total_received total_sent total_xact_time total_query_time total_wait_time avg_xact_count avg_query_count avg_recv avg_sent avg_xact_time avg_query_time avg_wait_time",
 			"database", oidInt8, 2},
 		{"SHOW CLIENTS", sockets, socketText, oidInt4, 0},
@@ -61,6 +66,9 @@ func TestShowColumnsAndTypes(t *testing.T) {
 				want := tt.numOID
 				if slices.Contains(textCols, name) {
 					want = oidText
+				}
+				if tt.query == "SHOW POOL_SCALING" && name == "inflight" {
+					want = oidInt4
 				}
 				require.Equal(t, want, r.OIDs[i], "type of %s", name)
 			}
@@ -115,9 +123,33 @@ func TestShowHelp(t *testing.T) {
 	require.Equal(t, "SHOW", r.Tag)
 	require.Len(t, r.Notices, 1)
 	require.Equal(t, "Console usage", r.Notices[0].Message)
-	for _, cmd := range []string{"SHOW HELP|CONFIG|DATABASES|POOLS|CLIENTS|SERVERS|USERS|STATS|LISTS", "PAUSE [db]", "RESUME [db]", "RECONNECT [db]", "RELOAD", "SHUTDOWN", "SET log_level"} {
-		require.Contains(t, r.Notices[0].Detail, cmd)
+	// The seed's text, line for line, without UPGRADE (not implemented).
+	const seed = `
+	SHOW HELP|CONFIG|DATABASES|POOLS|POOLS_EXTENDED|POOLS_MEMORY|POOL_COORDINATOR|POOL_SCALING
+	SHOW CLIENTS|SERVERS|USERS|CONNECTIONS|STATS|PREPARED_STATEMENTS|AUTH_QUERY
+	SHOW LISTS|SOCKETS|LOG_LEVEL|VERSION
+	SET log_level = '<filter>'
+	RELOAD
+	SHUTDOWN
+	PAUSE [db]
+	RESUME [db]
+	RECONNECT [db]`
+	require.Equal(t, seed, r.Notices[0].Detail)
+
+	// Every SHOW the help lists is answered, and nothing else is.
+	var listed []string
+	for _, line := range strings.Split(seed, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "SHOW "); ok {
+			listed = append(listed, strings.Split(rest, "|")...)
+		}
 	}
+	slices.Sort(listed)
+	var accepted []string
+	for s := range showSubjects {
+		accepted = append(accepted, s)
+	}
+	slices.Sort(accepted)
+	require.Equal(t, accepted, listed)
 }
 
 func TestPauseResumeReconnect(t *testing.T) {

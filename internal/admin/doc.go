@@ -1,8 +1,8 @@
 // Package admin is pg_doorman's admin console: the virtual databases
 // "pgdoorman" and "pgbouncer" that answer PgBouncer-compatible commands
-// (SHOW POOLS/CLIENTS/SERVERS/STATS/DATABASES/USERS/LISTS/CONFIG/VERSION/
-// LOG_LEVEL/HELP/POOL_COORDINATOR/POOL_SCALING/PREPARED_STATEMENTS/
-// AUTH_QUERY,
+// (SHOW POOLS/POOLS_EXTENDED/POOLS_MEMORY/CLIENTS/SERVERS/STATS/DATABASES/
+// USERS/LISTS/CONNECTIONS/SOCKETS/CONFIG/VERSION/LOG_LEVEL/HELP/
+// POOL_COORDINATOR/POOL_SCALING/PREPARED_STATEMENTS/AUTH_QUERY,
 // SET log_level, PAUSE, RESUME, RECONNECT, RELOAD, SHUTDOWN).
 //
 // Console is built once per daemon by New and serves every authenticated
@@ -13,12 +13,17 @@
 // extended protocol is refused with 0A000 and skipped up to Sync.
 //
 // The pure parts are separate: parse.go turns query text into commands,
-// result.go encodes result sets, show.go and stats.go build rows from
-// plain snapshot structs that gather.go reads from the daemon. Column names
-// and order follow PgBouncer 1.2x so that scripts and pgbouncer_exporter
-// keep working (SHOW POOLS adds a trailing "paused", as pg_doorman
-// documents); numbers are int4 or int8 as PgBouncer sends them, timestamps
-// are text. PAUSE waits at most 30 s for connections in use, then answers
+// result.go encodes result sets, show.go, stats.go, pools_extended.go and
+// connections.go build rows from plain snapshot structs that gather.go
+// (and the gather* functions next to them) read from the daemon; SHOW
+// SOCKETS reads /proc through internal/procnet. Column names and order
+// follow PgBouncer 1.2x so that scripts and pgbouncer_exporter keep
+// working (SHOW POOLS adds a trailing "paused", as pg_doorman documents,
+// and "cl_idle"); numbers are int4 or int8 as PgBouncer sends them,
+// milliseconds with a fraction are numeric, timestamps are text. The
+// commands PgBouncer lacks take their columns from the Rust pg_doorman.
+// SHOW CONNECTIONS reads its counts from daemon.Hooks.Metrics (the
+// metrics exporter) when that offers ConnectionCounts. PAUSE waits at most 30 s for connections in use, then answers
 // with a NOTICE while the pools stay paused.
 //
 // Console is safe for concurrent use by many admin sessions. It keeps one
@@ -29,7 +34,6 @@
 // module directives fold into one level, with a NOTICE); a bad value is
 // 22023 and a WARN in the log, and the level stays.
 //
-// Not done here: SHOW POOLS_EXTENDED, POOLS_MEMORY, CONNECTIONS, AUTH_QUERY,
-// SOCKETS and UPGRADE of the Rust pg_doorman.
+// Not done here: UPGRADE of the Rust pg_doorman.
 // Reference: https://www.pgbouncer.org/usage.html#admin-console
 package admin

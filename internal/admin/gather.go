@@ -18,8 +18,14 @@ type poolSnap struct {
 	Mode           string
 	Conns          pool.Stats
 	// Clients of this pool by state: ClActive counts idle and active ones,
-	// as PgBouncer's cl_active does.
-	ClActive, ClWaiting int
+	// as PgBouncer's cl_active does; ClIdle is the part of ClActive that
+	// holds no server connection.
+	ClActive, ClWaiting, ClIdle int
+	// SvUsed are the idle server connections that sat idle longer than
+	// server_idle_check_timeout: they are probed before their next use
+	// (PgBouncer's SV_USED). Conns.Idle still counts them; showPools
+	// subtracts them from sv_idle.
+	SvUsed int
 
 	Host             string
 	Port             int
@@ -67,12 +73,12 @@ type attached struct {
 // that orders them before our load).
 type sessionView struct {
 	all      []*session.Session
-	byPool   map[*pooler.Pool]*[2]int // [active, waiting]
+	byPool   map[*pooler.Pool]*[3]int // [active, waiting, idle]
 	attached map[*pooler.Pool][]attached
 }
 
 func viewSessions(r *session.Registry) sessionView {
-	v := sessionView{all: r.List(), byPool: map[*pooler.Pool]*[2]int{}, attached: map[*pooler.Pool][]attached{}}
+	v := sessionView{all: r.List(), byPool: map[*pooler.Pool]*[3]int{}, attached: map[*pooler.Pool][]attached{}}
 	for _, s := range v.all {
 		st := s.State()
 		if st == session.StateLogin || s.Admin {
@@ -84,15 +90,20 @@ func viewSessions(r *session.Registry) sessionView {
 		}
 		n := v.byPool[p]
 		if n == nil {
-			n = new([2]int)
+			n = new([3]int)
 			v.byPool[p] = n
 		}
-		if st == session.StateWaiting {
+		srv := s.Server()
+		switch {
+		case st == session.StateWaiting:
 			n[1]++
-		} else {
+		case srv == nil:
+			n[0]++
+			n[2]++
+		default:
 			n[0]++
 		}
-		if srv := s.Server(); srv != nil {
+		if srv != nil {
 			v.attached[p] = append(v.attached[p], attached{session: s, conn: srv})
 		}
 	}
@@ -102,11 +113,13 @@ func viewSessions(r *session.Registry) sessionView {
 func (c *Console) gatherPools(v sessionView) []poolSnap {
 	pools := c.d.Pools.Pools()
 	out := make([]poolSnap, 0, len(pools))
+	now := c.now()
 	for _, p := range pools {
 		s := p.Settings()
 		ps := poolSnap{
 			Database: p.Database, User: p.User, Mode: s.Mode(),
 			Conns:            p.Conns().Stats(),
+			SvUsed:           countUsed(p.Conns().IdleSnapshot(), p.Conns().Config().IdleCheckTimeout, now),
 			Host:             s.DB.ServerHost,
 			Port:             s.DB.ServerPort,
 			ServerDatabase:   s.DB.ServerDatabase,
@@ -118,11 +131,26 @@ func (c *Console) gatherPools(v sessionView) []poolSnap {
 			Counters:         readCounters(&p.Stats),
 		}
 		if n := v.byPool[p]; n != nil {
-			ps.ClActive, ps.ClWaiting = n[0], n[1]
+			ps.ClActive, ps.ClWaiting, ps.ClIdle = n[0], n[1], n[2]
 		}
 		out = append(out, ps)
 	}
 	return out
+}
+
+// countUsed counts the idle connections a checkout would probe first:
+// those idle longer than checkAfter (0 or less: never probed, none).
+func countUsed[T pool.Resource](idle []pool.IdleConn[T], checkAfter time.Duration, now time.Time) int {
+	if checkAfter <= 0 {
+		return 0
+	}
+	n := 0
+	for _, ic := range idle {
+		if now.Sub(ic.ReturnedAt) >= checkAfter {
+			n++
+		}
+	}
+	return n
 }
 
 func readCounters(s *pooler.Stats) counters {

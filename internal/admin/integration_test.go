@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,12 +17,19 @@ import (
 
 	"github.com/doorman-go/doorman/internal/config"
 	"github.com/doorman-go/doorman/internal/daemon"
+	"github.com/doorman-go/doorman/internal/metrics"
 	"github.com/doorman-go/doorman/internal/pgtest"
 )
 
-// startDaemon runs a real pg_doorman (admin console wired in) in front of
-// a throwaway PostgreSQL with one pool "app" for user "alice".
+// startDaemon runs a real pg_doorman (admin console and metrics wired in)
+// in front of a throwaway PostgreSQL with one pool "app" for user "alice".
 func startDaemon(t *testing.T) (d *daemon.Daemon, pg *pgtest.Cluster) {
+	t.Helper()
+	return startDaemonWith(t, func(*config.Config) {})
+}
+
+// startDaemonWith is startDaemon with edit applied to the configuration.
+func startDaemonWith(t *testing.T, edit func(*config.Config)) (d *daemon.Daemon, pg *pgtest.Cluster) {
 	t.Helper()
 	pg = pgtest.Start(t, pgtest.Options{})
 	verifier := pg.CreateUser(t, "alice", "alice-pw", "md5")
@@ -48,10 +56,12 @@ pool_size = 2
 	cfg, _, err := config.Load(path)
 	require.NoError(t, err)
 	cfg.General.Port = 0 // any free port
+	edit(cfg)
 
 	d, err = daemon.New(cfg, zap.NewNop(), zap.NewAtomicLevelAt(zapcore.InfoLevel))
 	require.NoError(t, err)
 	d.Hooks.Admin = New(d).Serve
+	d.Hooks.Metrics = metrics.New(d)
 	require.NoError(t, d.Listen())
 	done := make(chan error, 1)
 	go func() { done <- d.Serve(context.Background()) }()
@@ -219,7 +229,8 @@ func TestIntegrationShowWhileClientsChurn(t *testing.T) {
 	}
 	finished := 0
 	for finished < workers {
-		for _, q := range []string{"SHOW CLIENTS", "SHOW SERVERS", "SHOW POOLS", "SHOW LISTS", "SHOW STATS", "SHOW DATABASES"} {
+		for _, q := range []string{"SHOW CLIENTS", "SHOW SERVERS", "SHOW POOLS", "SHOW LISTS", "SHOW STATS", "SHOW DATABASES",
+			"SHOW POOLS_EXTENDED", "SHOW POOLS_MEMORY", "SHOW CONNECTIONS", "SHOW SOCKETS"} {
 			_, err := admin.PgConn().Exec(ctx, q).ReadAll()
 			require.NoError(t, err, q)
 		}
@@ -247,4 +258,80 @@ func churn(ctx context.Context, d *daemon.Daemon, rounds int) error {
 		}
 	}
 	return nil
+}
+
+// TestIntegrationPoolViews reads SHOW POOLS, POOLS_EXTENDED, POOLS_MEMORY,
+// CONNECTIONS and SOCKETS of a daemon that served real transactions.
+func TestIntegrationPoolViews(t *testing.T) {
+	const checkAfter = 50 * time.Millisecond
+	d, _ := startDaemonWith(t, func(cfg *config.Config) { cfg.General.ServerIdleCheckTimeout = checkAfter })
+	admin := connect(t, d, "admin", "admin-pw", "pgdoorman")
+	ctx := context.Background()
+	app := connect(t, d, "alice", "alice-pw", "app")
+	for i := 0; i < 20; i++ {
+		_, err := app.Exec(ctx, "SELECT pg_sleep(0.001)")
+		require.NoError(t, err)
+	}
+
+	// Transaction mode: alice is logged in and holds no server.
+	p := find(adminShow(t, admin, "SHOW POOLS"), "database", "app", "user", "alice")
+	require.NotNil(t, p)
+	require.Equal(t, "1", p["cl_active"], "PgBouncer's cl_active counts idle clients")
+	require.Equal(t, "1", p["cl_idle"])
+	require.Equal(t, "0", p["sv_active"])
+	// The idle server connection passes server_idle_check_timeout: it is
+	// "used" (probed before its next use), no longer "idle".
+	require.Eventually(t, func() bool {
+		p := find(adminShow(t, admin, "SHOW POOLS"), "database", "app", "user", "alice")
+		return p["sv_used"] == "1" && p["sv_idle"] == "0"
+	}, 5*time.Second, 10*time.Millisecond)
+	// Used again, it is idle (not yet past the check timeout) right after.
+	_, err := app.Exec(ctx, "SELECT 1")
+	require.NoError(t, err)
+
+	ext := find(adminShow(t, admin, "SHOW POOLS_EXTENDED"), "database", "app", "user", "alice")
+	require.NotNil(t, ext)
+	require.Equal(t, "1", ext["cl_idle"])
+	for _, col := range []string{"bytes_received", "bytes_sent"} {
+		require.NotEqual(t, "0", ext[col], col)
+	}
+	p50 := parseMillis(t, ext["xact_p50_ms"])
+	p99 := parseMillis(t, ext["xact_p99_ms"])
+	require.Greater(t, p50, 0.5, "transactions ran pg_sleep(0.001)")
+	require.GreaterOrEqual(t, p99, p50)
+	require.GreaterOrEqual(t, parseMillis(t, ext["query_p99_ms"]), parseMillis(t, ext["query_p50_ms"]))
+
+	mem := find(adminShow(t, admin, "SHOW POOLS_MEMORY"), "database", "app", "user", "alice")
+	require.NotNil(t, mem)
+	require.Equal(t, "1", mem["server_connections"])
+	require.Equal(t, "8192", mem["server_read_buffers_bytes"])
+
+	conns := adminShow(t, admin, "SHOW CONNECTIONS")
+	require.Len(t, conns, 1)
+	require.Equal(t, "2", conns[0]["plain"], "the admin and alice")
+	require.Equal(t, "2", conns[0]["total"])
+	require.Equal(t, "0", conns[0]["tls"])
+	require.Equal(t, "2", conns[0]["clients"])
+	require.Equal(t, "1", conns[0]["servers"])
+
+	// The test process is pg_doorman here: its listener and both ends of
+	// each client connection are ours.
+	sockets := adminShow(t, admin, "SHOW SOCKETS")
+	require.Len(t, sockets, 1)
+	require.GreaterOrEqual(t, atoi(t, sockets[0]["tcp_listen"]), 1)
+	require.GreaterOrEqual(t, atoi(t, sockets[0]["tcp_established"]), 5, "admin and alice (both ends) and the server connection")
+}
+
+func parseMillis(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	require.NoError(t, err, s)
+	return v
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err, s)
+	return n
 }

@@ -23,6 +23,7 @@ var showSubjects = map[string]bool{
 	"HELP": true, "CONFIG": true, "DATABASES": true, "POOLS": true, "CLIENTS": true,
 	"SERVERS": true, "USERS": true, "STATS": true, "LISTS": true, "VERSION": true,
 	"LOG_LEVEL": true, "PREPARED_STATEMENTS": true, "POOL_SCALING": true, "POOL_COORDINATOR": true, "AUTH_QUERY": true,
+	"POOLS_EXTENDED": true, "POOLS_MEMORY": true, "CONNECTIONS": true, "SOCKETS": true,
 }
 
 // command is one parsed console statement.

@@ -13,6 +13,9 @@ const (
 	oidText = 25
 	oidInt4 = 23
 	oidInt8 = 20
+	// oidNumeric carries values with a fraction (milliseconds); PgBouncer
+	// sends none, the Rust pg_doorman does.
+	oidNumeric = 1700
 )
 
 // column is one result column.
@@ -21,17 +24,24 @@ type column struct {
 	OID  uint32
 }
 
-func textCol(name string) column { return column{Name: name, OID: oidText} }
-func int4Col(name string) column { return column{Name: name, OID: oidInt4} }
-func int8Col(name string) column { return column{Name: name, OID: oidInt8} }
+func textCol(name string) column    { return column{Name: name, OID: oidText} }
+func int4Col(name string) column    { return column{Name: name, OID: oidInt4} }
+func int8Col(name string) column    { return column{Name: name, OID: oidInt8} }
+func numericCol(name string) column { return column{Name: name, OID: oidNumeric} }
 
 // cell is one value in text format; nil is SQL NULL.
 type cell []byte
 
-func text(s string) cell          { return append(cell{}, s...) }
-func i4(n int) cell               { return strconv.AppendInt(cell{}, int64(n), 10) }
-func u8(n uint64) cell            { return strconv.AppendUint(cell{}, n, 10) }
-func flag(b bool) cell            { return i4(boolInt(b)) }
+func text(s string) cell { return append(cell{}, s...) }
+func i4(n int) cell      { return strconv.AppendInt(cell{}, int64(n), 10) }
+func u8(n uint64) cell   { return strconv.AppendUint(cell{}, n, 10) }
+func flag(b bool) cell   { return i4(boolInt(b)) }
+func i8(n int64) cell    { return strconv.AppendInt(cell{}, n, 10) }
+
+// millis renders d in milliseconds with microsecond precision.
+func millis(d time.Duration) cell {
+	return strconv.AppendFloat(cell{}, float64(d.Microseconds())/1e3, 'f', 3, 64)
+}
 func seconds(d time.Duration) int { return int(d / time.Second) }
 
 // timestamp renders t as PgBouncer's format_time_s does; zero is NULL.

@@ -10,29 +10,46 @@ import (
 	"github.com/doorman-go/doorman/internal/pooler"
 )
 
-// showPools is PgBouncer 1.2x's SHOW POOLS, plus a trailing "paused"
-// column (pg_doorman documents it; readers that go by name ignore it).
-func showPools(pools []poolSnap) resultSet {
-	rs := resultSet{Columns: []column{
+// poolsColumns are PgBouncer 1.2x's SHOW POOLS columns in its order, then
+// pg_doorman's own: "paused" (documented by pg_doorman) and "cl_idle"
+// (the Rust pg_doorman's and the seed's). Both come last so that scripts
+// reading PgBouncer's columns by position keep working.
+func poolsColumns() []column {
+	return []column{
 		textCol("database"), textCol("user"),
 		int4Col("cl_active"), int4Col("cl_waiting"),
 		int4Col("cl_active_cancel_req"), int4Col("cl_waiting_cancel_req"),
 		int4Col("sv_active"), int4Col("sv_active_cancel"), int4Col("sv_being_canceled"),
 		int4Col("sv_idle"), int4Col("sv_used"), int4Col("sv_tested"), int4Col("sv_login"),
 		int4Col("maxwait"), int4Col("maxwait_us"), textCol("pool_mode"),
-		int4Col("paused"),
-	}}
+		int4Col("paused"), int4Col("cl_idle"),
+	}
+}
+
+// poolsRow is one pool under poolsColumns. cl_active keeps PgBouncer's
+// meaning (idle and active clients); cl_idle is the part of it that holds
+// no server. sv_idle and sv_used split the idle connections as PgBouncer's
+// lists do: sv_used sat idle past server_idle_check_timeout and will be
+// probed before use. Cancel requests and sv_tested (no reset query runs
+// here) are 0.
+func poolsRow(p poolSnap) []cell {
+	wait := p.Conns.MaxWait
+	used := min(p.SvUsed, p.Conns.Idle)
+	return []cell{
+		text(p.Database), text(p.User),
+		i4(p.ClActive), i4(p.ClWaiting),
+		i4(0), i4(0),
+		i4(p.Conns.Busy), i4(0), i4(0),
+		i4(p.Conns.Idle - used), i4(used), i4(0), i4(p.Conns.Creating),
+		i4(seconds(wait)), i4(int(wait % time.Second / time.Microsecond)), text(p.Mode),
+		flag(p.Conns.Paused), i4(p.ClIdle),
+	}
+}
+
+func showPools(pools []poolSnap) resultSet {
+	rs := resultSet{Columns: poolsColumns()}
 	for _, p := range pools {
-		wait := p.Conns.MaxWait
-		rs.Rows = append(rs.Rows, []cell{
-			text(p.Database), text(p.User),
-			i4(p.ClActive), i4(p.ClWaiting),
-			i4(0), i4(0),
-			i4(p.Conns.Busy), i4(0), i4(0),
-			i4(p.Conns.Idle), i4(0), i4(0), i4(p.Conns.Creating),
-			i4(seconds(wait)), i4(int(wait % time.Second / time.Microsecond)), text(p.Mode),
-			flag(p.Conns.Paused),
-		})
+		rs.Rows = append(rs.Rows, poolsRow(p))
 	}
 	return rs
 }
@@ -186,12 +203,14 @@ func showLogLevel(level string) resultSet {
 	return resultSet{Columns: []column{textCol("log_level")}, Rows: [][]cell{{text(level)}}}
 }
 
-// helpDetail is SHOW HELP's NOTICE detail, in the seed's layout but listing
-// only what this console implements.
-const helpDetail = "\n\tSHOW HELP|CONFIG|DATABASES|POOLS|CLIENTS|SERVERS|USERS|STATS|LISTS|LOG_LEVEL|VERSION|PREPARED_STATEMENTS|POOL_SCALING|POOL_COORDINATOR|AUTH_QUERY" +
+// helpDetail is SHOW HELP's NOTICE detail, line for line the seed's.
+const helpDetail = "\n\tSHOW HELP|CONFIG|DATABASES|POOLS|POOLS_EXTENDED|POOLS_MEMORY|POOL_COORDINATOR|POOL_SCALING" +
+	"\n\tSHOW CLIENTS|SERVERS|USERS|CONNECTIONS|STATS|PREPARED_STATEMENTS|AUTH_QUERY" +
+	"\n\tSHOW LISTS|SOCKETS|LOG_LEVEL|VERSION" +
 	"\n\tSET log_level = '<filter>'" +
 	"\n\tRELOAD" +
 	"\n\tSHUTDOWN" +
+	// "\n\tUPGRADE" goes here, between SHUTDOWN and PAUSE, once UPGRADE exists.
 	"\n\tPAUSE [db]" +
 	"\n\tRESUME [db]" +
 	"\n\tRECONNECT [db]"
@@ -223,11 +242,13 @@ func showPrepared(pools []*pooler.Pool) resultSet {
 }
 
 // showPoolScaling is the seed's SHOW POOL_SCALING: the anticipation and
-// burst-gate counters of each pool, monotonic since start.
+// burst-gate counters of each pool, monotonic since start. The seed names
+// the fourth counter burst_gate_budget_ex in its sample output and
+// gate_budget_ex in its awk recipe; the sample (what psql shows) wins.
 func showPoolScaling(pools []*pooler.Pool) resultSet {
 	rs := resultSet{Columns: []column{
 		textCol("user"), textCol("database"), int4Col("inflight"), int8Col("creates"),
-		int8Col("gate_waits"), int8Col("gate_budget_ex"), int8Col("antic_notify"),
+		int8Col("gate_waits"), int8Col("burst_gate_budget_ex"), int8Col("antic_notify"),
 		int8Col("antic_timeout"), int8Col("create_fallback"), int8Col("replenish_def"),
 	}}
 	for _, p := range pools {

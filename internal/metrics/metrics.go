@@ -117,6 +117,7 @@ func New(d *daemon.Daemon) *Metrics {
 		newPoolCollector(d),
 		coordinatorCollector{d},
 		authQueryCollector{d},
+		newSocketCollector(),
 	)
 	m.handler = promhttp.InstrumentMetricHandler(m.reg, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		Registry:      m.reg,
@@ -170,6 +171,13 @@ func (m *Metrics) ClientConnection(kind string) {
 	default:
 		m.other.Add(1)
 	}
+}
+
+// ConnectionCounts returns the client connections counted by
+// ClientConnection since start, by kind (the admin console's SHOW
+// CONNECTIONS): other is every kind but the three named ones.
+func (m *Metrics) ConnectionCounts() (plain, tls, cancel, other uint64) {
+	return m.plain.Load(), m.tls.Load(), m.cancel.Load(), m.other.Load()
 }
 
 // TLSHandshake counts a client TLS handshake, reason "" when it succeeded

@@ -130,6 +130,10 @@ var (
 		"Prepared statement events of a pool in transaction mode: hit and miss of a client Parse in the pool cache, injected (Parse sent to a server that lacked the statement), client_eviction (client_prepared_statements_cache_size), server_eviction (Close sent to make room on a server), cache_eviction (prepared_statements_cache_size).", "event")
 	preparedCacheDesc = poolDesc("pg_doorman_prepared_statements_cache_entries",
 		"Statements in a pool's prepared statement cache.")
+	serversPreparedHitsDesc = poolDesc("pg_doorman_servers_prepared_hits",
+		"Client Parse messages of a pool found in its prepared statement cache (the server side then reuses a statement it has, or gets it injected), cumulative. A gauge for compatibility; pg_doorman_prepared_statements_total{event=\"hit\"} is the same as a counter.")
+	serversPreparedMissesDesc = poolDesc("pg_doorman_servers_prepared_misses",
+		"Client Parse messages of a pool new to its prepared statement cache, cumulative. A gauge for compatibility; pg_doorman_prepared_statements_total{event=\"miss\"} is the same as a counter.")
 	serverEventsDesc = poolDesc("pg_doorman_pools_server_events_total",
 		"Server connection events of a pool: created, closed, check_failed (idle check), idle_expired (idle_timeout), lifetime_expired (server_lifetime).", "event")
 )
@@ -188,6 +192,8 @@ func allPoolSeries() []poolSeries {
 		counter(preparedDesc, "server_eviction", func(s *poolSnapshot) float64 { return float64(s.prepared[4]) }),
 		counter(preparedDesc, "cache_eviction", func(s *poolSnapshot) float64 { return float64(s.prepared[5]) }),
 		gauge(preparedCacheDesc, "", func(s *poolSnapshot) float64 { return float64(s.preparedCache) }),
+		gauge(serversPreparedHitsDesc, "", func(s *poolSnapshot) float64 { return float64(s.prepared[0]) }),
+		gauge(serversPreparedMissesDesc, "", func(s *poolSnapshot) float64 { return float64(s.prepared[1]) }),
 		gauge(scalingDesc, "inflight_creates", func(s *poolSnapshot) float64 { return float64(s.conns.Creating) }),
 		counter(scalingTotalDesc, "creates_started", func(s *poolSnapshot) float64 { return float64(s.conns.CreatesStarted) }),
 		counter(scalingTotalDesc, "burst_gate_waits", func(s *poolSnapshot) float64 { return float64(s.conns.GateWaits) }),
