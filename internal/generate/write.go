@@ -143,9 +143,11 @@ func tomlTable(l *lines, path []string, n *node, off bool) {
 	for _, c := range n.children {
 		switch {
 		case c.isItems:
-			for _, item := range c.items {
+			for i, item := range c.items {
 				l.printf("\n")
-				l.comment("", c.comment)
+				if i == 0 {
+					l.comment("", c.comment)
+				}
 				l.printf("%s[[%s]]\n", p, strings.Join(append(path, tomlKey(c.key)), "."))
 				for _, k := range item {
 					tomlScalar(l, k, off)
