@@ -144,7 +144,7 @@ var texts = map[string]entry{
 	"include":            {"Included files", "Подключаемые файлы"},
 	"reference":          {"pg_doorman reference configuration: every key with its default", "Справочная конфигурация pg_doorman: все параметры со значениями по умолчанию"},
 	"reference.example":  {"exampledb and its user are examples: replace them", "exampledb и её пользователь — примеры: замените их"},
-	"reference.off":      {"Commented-out keys inherit their value; uncomment to override", "Закомментированные параметры наследуют значение; раскомментируйте, чтобы переопределить"},
+	"reference.off":      {"Commented-out keys inherit their value (shown) or are examples; uncomment to set them", "Закомментированные параметры наследуют показанное значение или являются примерами; раскомментируйте, чтобы задать"},
 	"generated":          {"pg_doorman configuration generated from PostgreSQL at", "Конфигурация pg_doorman, сгенерированная по PostgreSQL"},
 	"generated.admin":    {"admin_password was generated at random: keep it secret", "admin_password сгенерирован случайно: храните его в секрете"},
 	"generated.nopass":   {"Roles without a password, left out (they can log in only through a pg_hba trust rule):", "Роли без пароля не включены (войти они могут только по правилу trust в pg_hba):"},

@@ -47,6 +47,12 @@ func Introspect(ctx context.Context, o Options) (*Inventory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connection options: %w", err)
 	}
+	for _, fb := range cc.Fallbacks {
+		if fb.Host != cc.Host || fb.Port != cc.Port {
+			// The pools would point at whichever answered first.
+			return nil, fmt.Errorf("connection options name several servers (%s:%d, %s:%d): give one", cc.Host, cc.Port, fb.Host, fb.Port)
+		}
+	}
 	conn, err := pgx.ConnectConfig(ctx, cc)
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)

@@ -132,3 +132,10 @@ func TestIntrospectSocket(t *testing.T) {
 	require.NoError(t, Render(&b, plan, TOML, NoComments))
 	require.Contains(t, b.String(), `server_host = "`+pg.SocketDir+`"`)
 }
+
+// TestIntrospectOneServer: a host list is refused before connecting; the
+// pools could only point at one of them.
+func TestIntrospectOneServer(t *testing.T) {
+	_, err := Introspect(context.Background(), Options{Host: "127.0.0.1,127.0.0.2", Port: 1, User: "postgres"})
+	require.ErrorContains(t, err, "several servers")
+}

@@ -86,7 +86,7 @@ func Render(w io.Writer, p *Plan, f Format, c Comments) error {
 	)
 	var header []string
 	if c != NoComments {
-		header = nonEmpty(c.text("generated")+" "+net.JoinHostPort(inv.ServerHost, strconv.Itoa(inv.ServerPort))+" ("+inv.Source+")",
+		header = nonEmpty(strings.TrimSpace(c.text("generated")+" "+net.JoinHostPort(inv.ServerHost, strconv.Itoa(inv.ServerPort))+" "+sourceNote(inv.Source)),
 			listNote(c, "generated.nopass", noPass), listNote(c, "generated.badpass", badPass), listNote(c, "generated.reserved", reserved))
 	}
 	return write(w, f, strings.Join(header, "\n"), []*node{general, table("pools", c.text("pools"), pools...)})
@@ -106,6 +106,13 @@ func userNodes(roles []Role, poolSize int, c Comments) [][]*node {
 		})
 	}
 	return items
+}
+
+func sourceNote(source string) string {
+	if source == "" {
+		return ""
+	}
+	return "(" + source + ")"
 }
 
 func listNote(c Comments, name string, items []string) string {
