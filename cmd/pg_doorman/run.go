@@ -46,15 +46,10 @@ func run(args []string) int {
 			return nil
 		},
 	}
-	fl := cmd.Flags()
-	fl.BoolVarP(&f.test, "test-config", "t", false, "validate the config file and exit (0 valid, 1 invalid)")
-	fl.StringVarP(&f.logLevel, "log-level", "l", "", "log level: error, warn, info, debug, trace, off, or a filter like warn,pg_doorman::pool=debug (overrides general.log_level)")
-	fl.StringVarP(&f.logFormat, "log-format", "F", "text", "log format: text, structured, debug")
-	fl.BoolVarP(&f.noColor, "no-color", "n", false, "no colours in text logs")
-	fl.BoolVarP(&f.daemonize, "daemon", "d", false, "run in the background, PID in general.daemon_pid_file")
-	fl.BoolVarP(&f.version, "version", "V", false, "print the version and exit")
-	fl.StringArrayVar(&f.inherit, upgrade.InheritFlag, nil, "internal: a descriptor handed over by a binary upgrade (kind=fd)")
-	_ = fl.MarkHidden(upgrade.InheritFlag)
+	bindFlags(cmd.Flags(), &f, os.Getenv)
+	cmd.Flags().StringArrayVar(&f.inherit, upgrade.InheritFlag, nil, "internal: a descriptor handed over by a binary upgrade (kind=fd)")
+	_ = cmd.Flags().MarkHidden(upgrade.InheritFlag)
+	addCommands(cmd)
 	cmd.SetArgs(args)
 	if err := cmd.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "pg_doorman:", err)
