@@ -3,17 +3,21 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doorman-go/doorman/internal/app/apptest"
@@ -30,6 +34,41 @@ type upgradeRig struct {
 	port    int
 	stderr  logFile
 	first   *exec.Cmd
+	notify  *notifySocket
+}
+
+// notifySocket stands in for systemd's NOTIFY_SOCKET.
+type notifySocket struct {
+	path string
+	mu   sync.Mutex
+	msgs []string
+}
+
+func listenNotify(t *testing.T, dir string) *notifySocket {
+	t.Helper()
+	n := &notifySocket{path: filepath.Join(dir, "notify.sock")}
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: n.path, Net: "unixgram"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			k, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			n.mu.Lock()
+			n.msgs = append(n.msgs, string(buf[:k]))
+			n.mu.Unlock()
+		}
+	}()
+	return n
+}
+
+func (n *notifySocket) has(msg string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Contains(n.msgs, msg)
 }
 
 // logFile is the processes' stderr: a file, not a pipe, because the new
@@ -41,7 +80,7 @@ func (l logFile) String() string {
 	return string(b)
 }
 
-func newUpgradeRig(t *testing.T) *upgradeRig {
+func newUpgradeRig(t *testing.T, extraArgs ...string) *upgradeRig {
 	t.Helper()
 	bin, err := buildBinary()
 	require.NoError(t, err)
@@ -66,15 +105,18 @@ func newUpgradeRig(t *testing.T) *upgradeRig {
   admin_password: admin-pw
   shutdown_timeout: 30s
   query_wait_timeout: 10s
+  daemon_pid_file: %q
 pools:
   appdb:
     server_host: 127.0.0.1
     server_port: %d
     users:
       - {username: app, password: '%s', pool_size: 20}
-`, r.port, dir, pg.Port, scram)), 0o600))
-	r.first = exec.Command(bin, r.cfgPath)
+`, r.port, dir, filepath.Join(dir, "pg_doorman.pid"), pg.Port, scram)), 0o600))
+	r.notify = listenNotify(t, dir)
+	r.first = exec.Command(bin, append(extraArgs, r.cfgPath)...)
 	r.first.Stderr = logf
+	r.first.Env = append(os.Environ(), "NOTIFY_SOCKET="+r.notify.path)
 	require.NoError(t, r.first.Start())
 	t.Cleanup(func() {
 		for _, pid := range r.pids() {
@@ -150,6 +192,26 @@ func (r *upgradeRig) upgrade(t *testing.T, pid int) int {
 	t.Helper()
 	before := len(r.pids())
 	require.NoError(t, syscall.Kill(pid, syscall.SIGUSR2))
+	return r.waitNew(t, before)
+}
+
+// upgradeByAdmin is upgrade through the admin console's UPGRADE.
+func (r *upgradeRig) upgradeByAdmin(t *testing.T) int {
+	t.Helper()
+	before := len(r.pids())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, r.dsn("admin", "admin-pw", "pgdoorman")+" default_query_exec_mode=simple_protocol")
+	require.NoError(t, err)
+	res, err := c.PgConn().Exec(ctx, "UPGRADE").ReadAll()
+	require.NoError(t, err)
+	require.Equal(t, "UPGRADE", res[0].CommandTag.String())
+	require.NoError(t, c.Close(ctx), "the admin session leaves, so the old process can exit")
+	return r.waitNew(t, before)
+}
+
+func (r *upgradeRig) waitNew(t *testing.T, before int) int {
+	t.Helper()
 	require.Eventually(t, func() bool { return len(r.pids()) > before }, 30*time.Second, 20*time.Millisecond,
 		"no new process; stderr:\n%s", r.stderr)
 	pids := r.pids()
@@ -214,8 +276,11 @@ func TestBinaryUpgrade(t *testing.T) {
 	// started, then moves on.
 	require.NoError(t, tx.Commit(ctx))
 	require.NoError(t, r.first.Wait(), "the old process exits cleanly; stderr:\n%s", r.stderr)
+	require.True(t, r.notify.has("READY=1"), "the first process told systemd it is ready")
+	require.Eventually(t, func() bool { return r.notify.has(fmt.Sprintf("MAINPID=%d\nREADY=1", second)) }, 5*time.Second, 10*time.Millisecond,
+		"the new process tells systemd it is the main process now")
 	time.Sleep(2 * time.Second)
-	third := r.upgrade(t, second)
+	third := r.upgradeByAdmin(t)
 	require.Eventually(t, func() bool { return gone(second) }, 40*time.Second, 50*time.Millisecond, "second process did not exit")
 	// pgbench is still running: its 50 clients and the two pgx ones are
 	// on the third process, never having reconnected (pgbench does not
@@ -257,4 +322,52 @@ func TestBinaryUpgrade(t *testing.T) {
 
 	require.NoError(t, syscall.Kill(third, syscall.SIGTERM))
 	require.Eventually(t, func() bool { return gone(third) }, 40*time.Second, 50*time.Millisecond)
+}
+
+func readPID(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// TestBinaryUpgradeDaemonMode: under -d the new process takes the
+// listeners and rewrites the pid file; clients are not migrated but told
+// to reconnect (58006) at their idle point, as the seed documents.
+func TestBinaryUpgradeDaemonMode(t *testing.T) {
+	r := newUpgradeRig(t, "-d")
+	require.NoError(t, r.first.Wait(), "the -d parent exits once the daemon started")
+	pidFile := filepath.Join(filepath.Dir(r.cfgPath), "pg_doorman.pid")
+	old := readPID(pidFile)
+	require.NotZero(t, old)
+	t.Cleanup(func() {
+		for _, pid := range []int{old, readPID(pidFile)} {
+			if pid > 0 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	idle, err := pgx.Connect(ctx, r.dsn("app", "app-secret", "appdb"))
+	require.NoError(t, err)
+	defer idle.Close(ctx)
+
+	require.NoError(t, syscall.Kill(old, syscall.SIGUSR2))
+	require.Eventually(t, func() bool { p := readPID(pidFile); return p != 0 && p != old }, 30*time.Second, 20*time.Millisecond,
+		"the new daemon writes its pid")
+	nu := readPID(pidFile)
+	require.Eventually(t, func() bool { return gone(old) }, 30*time.Second, 20*time.Millisecond, "the old daemon exits")
+	err = idle.Ping(ctx)
+	var pe *pgconn.PgError
+	require.ErrorAs(t, err, &pe, "the idle client was drained: %v", err)
+	require.Equal(t, "58006", pe.Code)
+	c, err := pgx.Connect(ctx, r.dsn("app", "app-secret", "appdb"))
+	require.NoError(t, err, "the new daemon serves")
+	c.Close(ctx)
+	require.NoError(t, syscall.Kill(nu, syscall.SIGTERM))
+	require.Eventually(t, func() bool { return gone(nu) }, 30*time.Second, 20*time.Millisecond)
+	require.Zero(t, readPID(pidFile), "the last daemon removes its pid file")
 }

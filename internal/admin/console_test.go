@@ -123,7 +123,7 @@ func TestShowHelp(t *testing.T) {
 	require.Equal(t, "SHOW", r.Tag)
 	require.Len(t, r.Notices, 1)
 	require.Equal(t, "Console usage", r.Notices[0].Message)
-	// The seed's text, line for line, without UPGRADE (not implemented).
+	// The seed's text, line for line.
 	const seed = `
 	SHOW HELP|CONFIG|DATABASES|POOLS|POOLS_EXTENDED|POOLS_MEMORY|POOL_COORDINATOR|POOL_SCALING
 	SHOW CLIENTS|SERVERS|USERS|CONNECTIONS|STATS|PREPARED_STATEMENTS|AUTH_QUERY
@@ -131,6 +131,7 @@ func TestShowHelp(t *testing.T) {
 	SET log_level = '<filter>'
 	RELOAD
 	SHUTDOWN
+	UPGRADE
 	PAUSE [db]
 	RESUME [db]
 	RECONNECT [db]`

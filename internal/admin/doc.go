@@ -34,6 +34,8 @@
 // module directives fold into one level, with a NOTICE); a bad value is
 // 22023 and a WARN in the log, and the level stays.
 //
-// Not done here: UPGRADE of the Rust pg_doorman.
+// UPGRADE only asks the daemon for a binary upgrade (Daemon.RequestUpgrade):
+// cmd/pg_doorman runs it as for SIGUSR2, since the new process needs the
+// command line.
 // Reference: https://www.pgbouncer.org/usage.html#admin-console
 package admin

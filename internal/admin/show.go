@@ -210,7 +210,7 @@ const helpDetail = "\n\tSHOW HELP|CONFIG|DATABASES|POOLS|POOLS_EXTENDED|POOLS_ME
 	"\n\tSET log_level = '<filter>'" +
 	"\n\tRELOAD" +
 	"\n\tSHUTDOWN" +
-	// "\n\tUPGRADE" goes here, between SHUTDOWN and PAUSE, once UPGRADE exists.
+	"\n\tUPGRADE" +
 	"\n\tPAUSE [db]" +
 	"\n\tRESUME [db]" +
 	"\n\tRECONNECT [db]"

@@ -118,6 +118,7 @@ func (d *Daemon) handOver(child *upgrade.Child) {
 	timeout := d.Config().General.ShutdownTimeout
 	deadline := time.Now().Add(timeout)
 	lastLog := time.Time{}
+	told := map[*session.Session]bool{} // drained ones, counted once
 	for d.Clients.Len() > 0 && time.Now().Before(deadline) {
 		waiting := 0
 		for _, s := range d.Clients.List() {
@@ -131,7 +132,10 @@ func (d *Daemon) handOver(child *upgrade.Child) {
 			case st == session.StateIdle || st == session.StateLogin:
 				// Cannot move (TLS, session mode, admin, daemon mode):
 				// at its idle point it is told to reconnect.
-				d.UpgradeStats.Drained.Add(1)
+				if !told[s] {
+					told[s] = true
+					d.UpgradeStats.Drained.Add(1)
+				}
 				s.Kill("58006", "pooler is upgrading: reconnect")
 			default:
 				waiting++

@@ -29,6 +29,12 @@ var (
 		[]string{"type"}, nil)
 	memoryRefusalsDesc = prometheus.NewDesc("pg_doorman_memory_budget_refusals_total",
 		"Messages that did not fit max_memory_usage (then streamed, or the request refused).", nil, nil)
+	upgradesDesc = prometheus.NewDesc("pg_doorman_binary_upgrades_total",
+		"Binary upgrades this process started (handed over to a new process) and aborted (the new process refused the config or did not come up).",
+		[]string{"result"}, nil)
+	upgradeClientsDesc = prometheus.NewDesc("pg_doorman_binary_upgrade_clients_total",
+		"Clients of binary upgrades: migrated (sent to the new process), migrate_failed (stayed here), drained (told to reconnect: TLS, session mode, admin, daemon mode), received and receive_failed (in the new process).",
+		[]string{"result"}, nil)
 	buildInfoDesc = prometheus.NewDesc("pg_doorman_build_info",
 		"Always 1; the version label is the running pg_doorman version.", []string{"version"}, nil)
 )
@@ -40,6 +46,7 @@ func (c *daemonCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		totalMemoryDesc, connectionCountDesc, connectionsTotalDesc, clientConnectionsDesc,
 		reloadSuccessDesc, reloadsDesc, buildInfoDesc, memoryBudgetDesc, memoryRefusalsDesc,
+		upgradesDesc, upgradeClientsDesc,
 	} {
 		ch <- d
 	}
@@ -70,6 +77,20 @@ func (c *daemonCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(memoryBudgetDesc, prometheus.GaugeValue, float64(b.Peak()), "peak")
 	ch <- prometheus.MustNewConstMetric(memoryBudgetDesc, prometheus.GaugeValue, float64(max(b.Limit(), 0)), "limit")
 	ch <- prometheus.MustNewConstMetric(memoryRefusalsDesc, prometheus.CounterValue, float64(b.Refusals()))
+	u := &m.d.UpgradeStats
+	for _, v := range []struct {
+		label string
+		n     uint64
+	}{{"started", u.Started.Load()}, {"aborted", u.Aborted.Load()}} {
+		ch <- prometheus.MustNewConstMetric(upgradesDesc, prometheus.CounterValue, float64(v.n), v.label)
+	}
+	for _, v := range []struct {
+		label string
+		n     uint64
+	}{{"migrated", u.Migrated.Load()}, {"migrate_failed", u.MigrateFailed.Load()}, {"drained", u.Drained.Load()},
+		{"received", u.Received.Load()}, {"receive_failed", u.ReceiveFailed.Load()}} {
+		ch <- prometheus.MustNewConstMetric(upgradeClientsDesc, prometheus.CounterValue, float64(v.n), v.label)
+	}
 }
 
 // runtimeTotalMemory is what the Go runtime has mapped from the OS: the
