@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -188,10 +189,10 @@ func (r *upgradeRig) waitServing(t *testing.T) {
 
 // upgrade sends SIGUSR2 to pid and waits for the new process to be ready
 // and for pid to exit; it returns the new process's pid.
-func (r *upgradeRig) upgrade(t *testing.T, pid int) int {
+func (r *upgradeRig) upgrade(t *testing.T, pid int, sig syscall.Signal) int {
 	t.Helper()
 	before := len(r.pids())
-	require.NoError(t, syscall.Kill(pid, syscall.SIGUSR2))
+	require.NoError(t, syscall.Kill(pid, sig))
 	return r.waitNew(t, before)
 }
 
@@ -251,6 +252,9 @@ func TestBinaryUpgrade(t *testing.T) {
 	_, err = tx.Exec(ctx, "UPDATE pgbench_branches SET bbalance = bbalance + 1 WHERE bid = 1")
 	require.NoError(t, err)
 
+	psql := startPsql(t, r)
+	require.Equal(t, "1", psql.query(t, "SELECT 1"))
+
 	pgbench := pgBinary(t, "pgbench")
 	type result struct {
 		out string
@@ -268,10 +272,11 @@ func TestBinaryUpgrade(t *testing.T) {
 		return ch
 	}
 	simple, prepared := bench("simple"), bench("prepared")
-	require.Eventually(t, func() bool { return len(r.admin(t, "SHOW CLIENTS")) >= 52 }, 20*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return len(r.admin(t, "SHOW CLIENTS")) >= 53 }, 20*time.Second, 50*time.Millisecond)
 	time.Sleep(time.Second) // let pgbench get going before the first upgrade
 
-	second := r.upgrade(t, r.first.Process.Pid)
+	// SIGINT without a terminal is the seed's legacy upgrade signal.
+	second := r.upgrade(t, r.first.Process.Pid, syscall.SIGINT)
 	// The long transaction commits on the old process after the upgrade
 	// started, then moves on.
 	require.NoError(t, tx.Commit(ctx))
@@ -285,7 +290,7 @@ func TestBinaryUpgrade(t *testing.T) {
 	// pgbench is still running: its 50 clients and the two pgx ones are
 	// on the third process, never having reconnected (pgbench does not
 	// reconnect: a lost connection aborts its client, checked below).
-	require.Len(t, r.admin(t, "SHOW CLIENTS"), 53, "52 clients and this admin session")
+	require.Len(t, r.admin(t, "SHOW CLIENTS"), 54, "53 clients and this admin session")
 	select {
 	case <-simple:
 		t.Fatal("pgbench ended before the second upgrade was over: the test shows nothing")
@@ -301,12 +306,13 @@ func TestBinaryUpgrade(t *testing.T) {
 	var n int
 	require.NoError(t, prep.QueryRow(ctx, "plus_one", 41).Scan(&n), "the prepared statement survived two upgrades")
 	require.Equal(t, 42, n)
+	require.Equal(t, "app", psql.query(t, "SELECT current_user"), "the psql session carries on")
 	var bal int
 	require.NoError(t, long.QueryRow(ctx, "SELECT count(*) FROM pgbench_branches").Scan(&bal), "the long-transaction client carries on")
 	clients := r.admin(t, "SHOW CLIENTS")
-	require.Len(t, clients, 3, "the two pgx clients and this admin session, on the third process")
+	require.Len(t, clients, 4, "the two pgx clients, psql and this admin session, on the third process")
 	migrated := strings.Count(r.stderr.String(), "client migrated to the new process")
-	require.GreaterOrEqual(t, migrated, 2*52, "every client moved twice")
+	require.GreaterOrEqual(t, migrated, 2*53, "every client moved twice")
 	t.Logf("%d client migrations over two upgrades", migrated)
 
 	// A broken config: the upgrade is aborted, the process serves on.
@@ -370,4 +376,41 @@ func TestBinaryUpgradeDaemonMode(t *testing.T) {
 	require.NoError(t, syscall.Kill(nu, syscall.SIGTERM))
 	require.Eventually(t, func() bool { return gone(nu) }, 30*time.Second, 20*time.Millisecond)
 	require.Zero(t, readPID(pidFile), "the last daemon removes its pid file")
+}
+
+// psqlSession is a psql process reading queries from a pipe: a real
+// client session that lives across the upgrades.
+type psqlSession struct {
+	in  *os.File
+	out *bufio.Reader
+}
+
+func startPsql(t *testing.T, r *upgradeRig) *psqlSession {
+	t.Helper()
+	cmd := exec.Command(pgBinary(t, "psql"), "-X", "-A", "-t", "-q", r.dsn("app", "app-secret", "appdb"))
+	inR, inW, err := os.Pipe()
+	require.NoError(t, err)
+	outR, outW, err := os.Pipe()
+	require.NoError(t, err)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, outW
+	require.NoError(t, cmd.Start())
+	_ = inR.Close()
+	_ = outW.Close()
+	t.Cleanup(func() {
+		_ = inW.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = outR.Close()
+	})
+	return &psqlSession{in: inW, out: bufio.NewReader(outR)}
+}
+
+// query sends one statement and returns psql's one-line answer.
+func (p *psqlSession) query(t *testing.T, sql string) string {
+	t.Helper()
+	_, err := fmt.Fprintf(p.in, "%s;\n", sql)
+	require.NoError(t, err)
+	line, err := p.out.ReadString('\n')
+	require.NoError(t, err, "psql said: %q", line)
+	return strings.TrimSpace(line)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/doorman-go/doorman/internal/app/apptest"
 	"github.com/doorman-go/doorman/internal/pgtest"
@@ -35,6 +36,14 @@ func TestMain(m *testing.M) {
 	pg = c
 	code := m.Run()
 	cleanup()
+	if code == 0 {
+		// Every pg_doorman a test started is shut down by its cleanup:
+		// no session, pool or parker goroutine may outlive it.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 

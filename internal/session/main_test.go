@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/doorman-go/doorman/internal/app/apptest"
 	"github.com/doorman-go/doorman/internal/pgtest"
 )
@@ -28,6 +30,14 @@ func TestMain(m *testing.M) {
 	pg = c
 	code := m.Run()
 	cleanup()
+	if code == 0 {
+		// Every pg_doorman a test started is shut down by its cleanup:
+		// no session, pool or parker goroutine may outlive it.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
