@@ -58,4 +58,5 @@ Admin console:  PGPASSWORD=admin psql -h 127.0.0.1 -p $DOORMAN_PORT -U admin pgd
 Press Ctrl+C to stop.
 
 MSG
-bin/pg_doorman "$RUN/pg_doorman.yaml"
+# SIGINT stops it even without a terminal (no binary upgrade here).
+PG_DOORMAN_CI_SHUTDOWN_ONLY=1 bin/pg_doorman "$RUN/pg_doorman.yaml"

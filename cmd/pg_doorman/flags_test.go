@@ -58,3 +58,11 @@ func TestLogFormatFromEnvironment(t *testing.T) {
 	t.Setenv("LOG_FORMAT", "xml")
 	require.Equal(t, 1, run([]string{good}))
 }
+
+func TestSigintUpgrades(t *testing.T) {
+	t.Setenv("PG_DOORMAN_CI_SHUTDOWN_ONLY", "1")
+	require.False(t, sigintUpgrades(true), "shutdown-only mode wins over -d")
+	require.False(t, sigintUpgrades(false))
+	t.Setenv("PG_DOORMAN_CI_SHUTDOWN_ONLY", "")
+	require.True(t, sigintUpgrades(true), "under -d SIGINT is the legacy upgrade")
+}

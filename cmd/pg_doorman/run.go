@@ -166,11 +166,19 @@ func (u upgradeSpec) spawn(ctx context.Context, lns []upgrade.Listener) (*upgrad
 	return upgrade.Spawn(ctx, upgrade.SpawnOptions{Binary: exe, ConfigPath: u.path, Args: args, Listeners: lns, Migrate: !u.daemon})
 }
 
-// onTerminal reports whether stdin is a terminal: SIGINT there is Ctrl+C
-// (shut down); elsewhere it is the seed's legacy upgrade signal.
-func onTerminal() bool {
+// sigintUpgrades reports whether SIGINT starts a binary upgrade (the
+// seed's legacy path: under -d or when stdin is not a terminal) rather
+// than a shutdown (Ctrl+C on a terminal). PG_DOORMAN_CI_SHUTDOWN_ONLY=1
+// makes it always a shutdown, as the seed documents.
+func sigintUpgrades(daemonized bool) bool {
+	if os.Getenv("PG_DOORMAN_CI_SHUTDOWN_ONLY") == "1" {
+		return false
+	}
+	if daemonized {
+		return true
+	}
 	_, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS)
-	return err == nil
+	return err != nil
 }
 
 func serve(cfg *config.Config, log *zap.Logger, atom zap.AtomicLevel, inherited *upgrade.Inherited, up upgradeSpec) error {
@@ -197,7 +205,7 @@ func serve(cfg *config.Config, log *zap.Logger, atom zap.AtomicLevel, inherited 
 				switch {
 				case s == syscall.SIGHUP:
 					_ = d.Reload()
-				case s == syscall.SIGUSR2, s == syscall.SIGINT && (up.daemon || !onTerminal()):
+				case s == syscall.SIGUSR2, s == syscall.SIGINT && sigintUpgrades(up.daemon):
 					log.Info("got signal, starting binary upgrade and graceful shutdown", zap.Stringer("signal", s))
 					go doUpgrade()
 				default:
