@@ -1,6 +1,6 @@
 package admin
 
-// connectionCounter is what the metrics exporter (daemon.Hooks.Metrics)
+// connectionCounter is what the metrics exporter (daemon.Daemon.Metrics)
 // offers for SHOW CONNECTIONS: the counts behind pg_doorman_connection_count.
 type connectionCounter interface {
 	ConnectionCounts() (plain, tls, cancel, other uint64)
@@ -15,7 +15,7 @@ type connectionsSnap struct {
 
 func (c *Console) gatherConnections() connectionsSnap {
 	var s connectionsSnap
-	if cc, ok := c.d.Hooks.Metrics.(connectionCounter); ok {
+	if cc, ok := c.d.Metrics().(connectionCounter); ok {
 		s.Plain, s.TLS, s.Cancel, s.Other = cc.ConnectionCounts()
 	}
 	s.Clients = c.d.ConnCount()

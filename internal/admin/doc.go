@@ -22,7 +22,7 @@
 // and "cl_idle"); numbers are int4 or int8 as PgBouncer sends them,
 // milliseconds with a fraction are numeric, timestamps are text. The
 // commands PgBouncer lacks take their columns from the Rust pg_doorman.
-// SHOW CONNECTIONS reads its counts from daemon.Hooks.Metrics (the
+// SHOW CONNECTIONS reads its counts from daemon.Daemon.Metrics (the
 // metrics exporter) when that offers ConnectionCounts. PAUSE waits at most 30 s for connections in use, then answers
 // with a NOTICE while the pools stay paused.
 //

@@ -65,7 +65,7 @@ func newTestConsole(t *testing.T, cfgText string) (*Console, string) {
 	require.NoError(t, os.WriteFile(path, []byte(cfgText), 0o600))
 	cfg, _, err := config.Load(path)
 	require.NoError(t, err)
-	d, err := daemon.New(cfg, zap.NewNop(), zap.NewAtomicLevelAt(zapcore.InfoLevel))
+	d, err := daemon.New(cfg, zap.NewNop(), zap.NewAtomicLevelAt(zapcore.InfoLevel), daemon.Parts{})
 	require.NoError(t, err)
 	t.Cleanup(d.Pools.Close)
 	return New(d), path

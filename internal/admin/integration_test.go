@@ -58,10 +58,11 @@ pool_size = 2
 	cfg.General.Port = 0 // any free port
 	edit(cfg)
 
-	d, err = daemon.New(cfg, zap.NewNop(), zap.NewAtomicLevelAt(zapcore.InfoLevel))
+	d, err = daemon.New(cfg, zap.NewNop(), zap.NewAtomicLevelAt(zapcore.InfoLevel), daemon.Parts{
+		Admin:   func(d *daemon.Daemon) daemon.Admin { return New(d) },
+		Metrics: func(d *daemon.Daemon) daemon.Metrics { return metrics.New(d) },
+	})
 	require.NoError(t, err)
-	d.Hooks.Admin = New(d).Serve
-	d.Hooks.Metrics = metrics.New(d)
 	require.NoError(t, d.Listen())
 	done := make(chan error, 1)
 	go func() { done <- d.Serve(context.Background()) }()

@@ -49,15 +49,15 @@ func (a *App) Upgrade(ctx context.Context, spawn daemon.Spawn) error {
 
 // Build wires a pg_doorman for cfg. Nothing listens yet.
 func Build(cfg *config.Config, log *zap.Logger, level zap.AtomicLevel) (*App, error) {
-	d, err := daemon.New(cfg, log, level)
+	var m *metrics.Metrics
+	d, err := daemon.New(cfg, log, level, daemon.Parts{
+		Metrics: func(d *daemon.Daemon) daemon.Metrics { m = metrics.New(d); return m },
+		Admin:   func(d *daemon.Daemon) daemon.Admin { return admin.New(d) },
+	})
 	if err != nil {
 		return nil, err
 	}
-	m := metrics.New(d)
 	d.Pools.SetFallbackMetrics(fallback.NewMetrics(m.Registry()))
-	d.Hooks.Admin = admin.New(d).Serve
-	d.Hooks.Metrics = m
-	d.Hooks.Rejected = m.Rejected
 	return &App{Daemon: d, Metrics: m}, nil
 }
 

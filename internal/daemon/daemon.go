@@ -41,7 +41,8 @@ type Daemon struct {
 	hba     atomic.Pointer[hba.Rules]
 	tls     *clienttls.Server // client-side TLS; its material is swapped on reload
 	env     *session.Env
-	Hooks   Hooks
+	admin   Admin   // nil: the admin databases are refused (tests)
+	metrics Metrics // nil: no metrics
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -62,12 +63,24 @@ type Daemon struct {
 	UpgradeStats UpgradeStats
 }
 
-// Hooks let the admin console and metrics plug in without an import cycle.
-type Hooks struct {
-	Admin   func(ctx context.Context, s *session.Session) error
-	Metrics session.Metrics
+// Admin serves authenticated admin console sessions (package admin).
+type Admin interface {
+	Serve(ctx context.Context, s *session.Session) error
+}
+
+// Metrics hears of what sessions and the daemon do (package metrics).
+type Metrics interface {
+	session.Metrics
 	// Rejected counts refused client connections by reason.
-	Rejected func(reason string)
+	Rejected(reason string)
+}
+
+// Parts build the admin console and the metrics exporter for a daemon: both
+// read its state, so New calls them with the daemon once its own parts
+// exist (instead of hooks filled in afterwards). Either may be nil.
+type Parts struct {
+	Admin   func(*Daemon) Admin
+	Metrics func(*Daemon) Metrics
 }
 
 // maxPAMTransactions bounds the PAM calls running at once: each holds an
@@ -75,7 +88,7 @@ type Hooks struct {
 const maxPAMTransactions = 16
 
 // New builds a daemon for a loaded configuration.
-func New(cfg *config.Config, log *zap.Logger, level zap.AtomicLevel) (*Daemon, error) {
+func New(cfg *config.Config, log *zap.Logger, level zap.AtomicLevel, parts Parts) (*Daemon, error) {
 	d := &Daemon{
 		Log: log, Level: level, cfgPath: cfg.Path,
 		Pools:      pooler.NewRegistry(cfg, log),
@@ -94,8 +107,17 @@ func New(cfg *config.Config, log *zap.Logger, level zap.AtomicLevel) (*Daemon, e
 		return nil, fmt.Errorf("client TLS: %w", err)
 	}
 	d.tls = tlsSrv
+	if parts.Metrics != nil {
+		d.metrics = parts.Metrics(d)
+	}
+	if parts.Admin != nil {
+		d.admin = parts.Admin(d)
+	}
 	return d, nil
 }
+
+// Metrics returns the metrics exporter New was given, or nil.
+func (d *Daemon) Metrics() Metrics { return d.metrics }
 
 func (d *Daemon) setHBA(cfg *config.Config) error {
 	if !cfg.General.PgHba.Set() {
@@ -158,8 +180,8 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.env = &session.Env{
 		Pools: d.Pools, Clients: d.Clients, Log: d.Log,
 		HBA:     func() *hba.Rules { return d.hba.Load() },
-		Admin:   d.Hooks.Admin,
-		Metrics: d.Hooks.Metrics,
+		Admin:   d.adminServe(),
+		Metrics: d.sessionMetrics(),
 		Memory:  d.Memory,
 		TLS:     d.tls,
 		Parker:  parker,
@@ -229,8 +251,8 @@ func (d *Daemon) clientEnded() {
 }
 
 func (d *Daemon) reject(nc net.Conn, reason, code, msg string) {
-	if d.Hooks.Rejected != nil {
-		d.Hooks.Rejected(reason)
+	if d.metrics != nil {
+		d.metrics.Rejected(reason)
 	}
 	go session.RejectStartup(nc, code, msg)
 }
@@ -268,3 +290,19 @@ func (d *Daemon) configureClientSocket(nc net.Conn) {
 
 // ConnCount is the number of open client sockets.
 func (d *Daemon) ConnCount() int64 { return d.conns.Load() }
+
+func (d *Daemon) adminServe() func(context.Context, *session.Session) error {
+	if d.admin == nil {
+		return nil
+	}
+	return d.admin.Serve
+}
+
+// sessionMetrics is d.metrics as sessions see it; nil stays an untyped nil
+// so that the sessions' nil checks hold.
+func (d *Daemon) sessionMetrics() session.Metrics {
+	if d.metrics == nil {
+		return nil
+	}
+	return d.metrics
+}

@@ -1,7 +1,15 @@
 // Package daemon wires pg_doorman together: it owns the listeners, the pool
-// registry, the session registry, the pg_hba rules in force, the retain
-// task, the admin console and the metrics endpoint, and it implements
-// reload and graceful shutdown.
+// registry, the session registry, the pg_hba rules in force and the retain
+// task, and it implements reload, graceful shutdown and binary upgrade.
+// The admin console and the metrics exporter read its state: New builds
+// them from Parts (small interfaces, Admin and Metrics), so nothing is
+// plugged in after construction.
+//
+// Upgrade (SIGUSR2, admin UPGRADE through RequestUpgrade) starts the new
+// process with the listeners (package upgrade), stops accepting, moves
+// idle clients over the migration channel (session.Migrate) and drains the
+// rest; in the new process Inherit hands the listeners to Listen and
+// Serve adopts the clients that arrive (session.Adopt).
 //
 // Reload (SIGHUP, admin RELOAD) builds a new configuration from the file,
 // validates it and only then swaps it in; on any error the old one stays.

@@ -10,8 +10,9 @@
 // CounterVecs for events that leave no trace in that state: login
 // failures, refused connections, server connections lost under a client.
 // The session and daemon packages call the event methods (ClientLogin,
-// LoginFailure, ServerLost, Rejected, ClientConnection) through their hook
-// interfaces.
+// LoginFailure, ServerLost, Rejected, ClientConnection) through the
+// session.Metrics and daemon.Metrics interfaces; daemon.New builds the
+// exporter through daemon.Parts.
 //
 // Everything is safe for concurrent use. The package does not decide
 // whether the endpoint is enabled, nor where it listens: the caller passes

@@ -154,7 +154,7 @@ func (m *Metrics) ParamSyncFailed(db, user, param string) {
 }
 
 // Rejected counts a client connection refused before startup, such as over
-// max_connections (daemon.Hooks.Rejected).
+// max_connections (daemon.Metrics.Rejected).
 func (m *Metrics) Rejected(reason string) { m.rejected.WithLabelValues(reason).Inc() }
 
 // ClientConnection counts a new client connection once its first packet

@@ -37,7 +37,7 @@ func newDaemonWith(t *testing.T, edit func(*config.Pool)) *daemon.Daemon {
 		Users: []config.User{{Username: "app", PoolSize: 7, PoolMode: "transaction"}},
 	}
 	edit(cfg.Pools["mydb"])
-	d, err := daemon.New(cfg, zap.NewNop(), zap.NewAtomicLevel())
+	d, err := daemon.New(cfg, zap.NewNop(), zap.NewAtomicLevel(), daemon.Parts{})
 	require.NoError(t, err)
 	t.Cleanup(d.Pools.Close)
 	return d
