@@ -30,6 +30,12 @@
 // resume continues it in a new goroutine. Socket reads and writes go
 // through internal/rawio.
 //
+// In transaction mode with prepared_statements a rewriter (rewriter.go)
+// sits on both directions: Client renames the client's statements for the
+// attached server and injects the Parses it lacks, Server hides the
+// answers to those and the pooler inserts its own; the session's mu
+// guards it.
+//
 // Login follows PostgreSQL 15 where a client could tell the difference: an
 // unknown user gets a mock SCRAM exchange, an unknown database is named only
 // after authentication, failures are logged at WARN (rate-limited). The

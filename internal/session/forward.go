@@ -371,9 +371,9 @@ func (s *Session) forward(ctx context.Context, typ byte, f protocol.Frame, sbuf 
 	}
 	s.accountLocked(typ)
 	if f != nil {
-		*sbuf = s.appendLocked(srv.Value, f, *sbuf)
+		*sbuf = s.rw.Client(srv.Value, f, *sbuf)
 	} else if s.rewriting() && expectsAnswer(typ) {
-		s.push(request{kind: typ})
+		s.rw.push(request{kind: typ})
 	}
 	s.mu.Unlock()
 	return srv, nil
@@ -392,7 +392,7 @@ func (s *Session) wakeIfFakeDue(srv *pooler.Conn) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if h := s.head(); h != nil && h.fake && s.srv == srv {
+	if h := s.rw.head(); h != nil && h.fake && s.srv == srv {
 		s.wake = true
 		_ = srv.Value.NetConn().SetReadDeadline(time.Unix(1, 0))
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/doorman-go/doorman/internal/auth/hba"
 	"github.com/doorman-go/doorman/internal/coordinator"
 	"github.com/doorman-go/doorman/internal/pooler"
-	"github.com/doorman-go/doorman/internal/prepared"
 	"github.com/doorman-go/doorman/internal/protocol"
 )
 
@@ -59,7 +58,7 @@ func (s *Session) enterPool(ctx context.Context, sm *protocol.StartupMessage, p 
 	s.pool = p
 	set := p.Settings()
 	if set.General.PreparedStatements && set.Mode() == "transaction" {
-		s.prep = prepared.NewClientMap(set.General.ClientPreparedStatementsCacheSize)
+		s.rw = newRewriter(p, s.User, set.General.ClientPreparedStatementsCacheSize)
 	}
 	if clientKey != nil {
 		p.SetClientKey(clientKey)

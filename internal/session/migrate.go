@@ -13,7 +13,6 @@ import (
 
 	"github.com/doorman-go/doorman/internal/memlimit"
 	"github.com/doorman-go/doorman/internal/pooler"
-	"github.com/doorman-go/doorman/internal/prepared"
 	"github.com/doorman-go/doorman/internal/protocol"
 	"github.com/doorman-go/doorman/internal/rawio"
 )
@@ -131,13 +130,14 @@ func (s *Session) migrationState() *MigrationState {
 	st := &MigrationState{
 		Database: s.Database, User: s.User, AppName: s.AppName, Local: s.Local, ConnectedAt: s.ConnectedAt,
 		CancelPID: s.cancelPID, CancelSecret: s.cancelSecret, ClientParams: s.clientParams,
-		Unnamed: s.unnamed, ClientKey: s.pool.ClientKey(),
+		ClientKey: s.pool.ClientKey(),
 	}
 	if s.pool.Dynamic() {
 		st.AuthQuery, st.Verifier = true, s.pool.Settings().User.Password
 	}
-	if s.prep != nil {
-		for _, e := range s.prep.Entries() {
+	if s.rw != nil {
+		st.Unnamed = s.rw.unnamed
+		for _, e := range s.rw.names.Entries() {
 			st.Statements = append(st.Statements, MigratedStatement{Name: e.Name, Query: e.Statement.Query,
 				Context: e.Statement.Context, ParamOIDs: e.Statement.ParamOIDs})
 		}
@@ -175,12 +175,12 @@ func (s *Session) adopt(ctx context.Context, st *MigrationState) error {
 	if s.clientParams == nil {
 		s.clientParams = map[string]string{}
 	}
-	s.unnamed = st.Unnamed
 	if set.General.PreparedStatements && set.Mode() == "transaction" {
-		s.prep = prepared.NewClientMap(set.General.ClientPreparedStatementsCacheSize)
+		s.rw = newRewriter(p, s.User, set.General.ClientPreparedStatementsCacheSize)
+		s.rw.unnamed = st.Unnamed
 		for _, ms := range st.Statements { // oldest first: the LRU order survives
 			stmt, _ := p.Statements.Get(ms.Query, ms.ParamOIDs, ms.Context)
-			s.prep.Put(ms.Name, stmt)
+			s.rw.names.Put(ms.Name, stmt)
 		}
 	}
 	s.applyLinger()

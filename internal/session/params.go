@@ -74,7 +74,9 @@ func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error
 	s.mu.Lock()
 	s.srv = c
 	s.xactStart = time.Now()
-	s.unnamedHere = false
+	if s.rw != nil {
+		s.rw.unnamedHere = false
+	}
 	s.mu.Unlock()
 	return c, nil
 }

@@ -111,15 +111,15 @@ func (s *Session) pumpServer(c *pooler.Conn, inline bool) pumpEnd {
 			return pumpFailed
 		}
 		switch {
-		case s.rewriting() && (answersRequest(typ) || s.fakes.Load() > 0):
+		case s.rewriting() && (answersRequest(typ) || s.rw.fakesDue()):
 			// Answers the pooler owes go before and right after this
 			// message, in queue order.
 			s.mu.Lock()
-			*buf = s.emitFakesLocked(*buf)
-			if !s.answerLocked(conn, typ, f.Body()) {
+			*buf = s.rw.emitFakes(*buf)
+			if !s.rw.Server(conn, typ, f.Body()) {
 				*buf = append(*buf, f...)
 			}
-			*buf = s.emitFakesLocked(*buf)
+			*buf = s.rw.emitFakes(*buf)
 			s.mu.Unlock()
 		case len(f) >= clientFlushThreshold:
 			// A large frame goes out on its own, straight from the
@@ -227,7 +227,9 @@ func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transa
 	release := transaction && safePoint(s.pending, s.partial, status) && !s.closing
 	if release {
 		s.srv, s.srvDone = nil, nil
-		s.planSet = ""
+		if s.rw != nil {
+			s.rw.planSet = ""
+		}
 		if s.wake {
 			// wakeIfFakeDue raced with the release: the interrupt is
 			// meant for this session, not the connection's next user.
@@ -297,9 +299,9 @@ func (s *Session) execCleanup(c *pooler.Conn, q string) error {
 // buffering it whole, after everything gathered before it (answers the
 // pooler owes included). It reports a failure after handling it.
 func (s *Session) streamToClient(c *pooler.Conn, buf *[]byte) error {
-	if s.rewriting() && s.fakes.Load() > 0 {
+	if s.rw.fakesDue() {
 		s.mu.Lock()
-		*buf = s.emitFakesLocked(*buf)
+		*buf = s.rw.emitFakes(*buf)
 		s.mu.Unlock()
 	}
 	if err := s.flushClient(buf); err != nil {
@@ -406,18 +408,15 @@ func (s *Session) woken(conn *backend.Conn, buf *[]byte) bool {
 		return false
 	}
 	s.wake = false
-	*buf = s.emitFakesLocked(*buf)
+	*buf = s.rw.emitFakes(*buf)
 	_ = conn.NetConn().SetReadDeadline(time.Time{})
 	s.mu.Unlock()
 	return s.flushClient(buf) == nil
 }
 
 func (s *Session) resetQueueLocked() {
-	for i := range s.queue {
-		s.queue[i] = request{}
-	}
-	s.queue, s.qhead, s.wake, s.skipping = s.queue[:0], 0, false, false
-	s.fakes.Store(0)
+	s.rw.detach()
+	s.wake = false
 }
 
 // answersRequest reports whether a server message completes (or may

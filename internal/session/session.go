@@ -22,7 +22,6 @@ import (
 	"github.com/doorman-go/doorman/internal/idlepark"
 	"github.com/doorman-go/doorman/internal/memlimit"
 	"github.com/doorman-go/doorman/internal/pooler"
-	"github.com/doorman-go/doorman/internal/prepared"
 	"github.com/doorman-go/doorman/internal/protocol"
 	"github.com/doorman-go/doorman/internal/rawio"
 )
@@ -119,21 +118,10 @@ type Session struct {
 	xactStart  time.Time
 	queryStart time.Time
 
-	// Prepared statements in transaction mode (nil prep = pass through).
-	// Guarded by mu: the client loop writes, serverLoop reads the answers.
-	prep    *prepared.ClientMap
-	queue   []request
-	qhead   int
-	unnamed []byte // the client's last unnamed Parse, to re-inject
-	// unnamedHere: the attached server holds the client's unnamed
-	// statement because it was parsed there during this attachment.
-	// Between attachments anything (another client, our own cleanup or
-	// probe queries) may have replaced or destroyed it.
-	unnamedHere bool
-	planSet     string       // SET search_path/role of the current transaction
-	wake        bool         // serverLoop must emit fake answers now
-	skipping    bool         // after a server error: client messages up to Sync are skipped
-	fakes       atomic.Int32 // fake answers queued, read by serverLoop without mu
+	// Prepared statements in transaction mode (nil = pass through), under
+	// mu: the client loop writes, serverLoop reads the answers.
+	rw   *rewriter
+	wake bool // serverLoop must emit fake answers now
 
 	// Lifecycle, owned by whichever goroutine runs the session: Serve's,
 	// then after each park the one that resumes it.
