@@ -50,8 +50,39 @@ func (s *Session) serverLoop(c *pooler.Conn, done chan struct{}) {
 // pumpServer forwards server → client and releases c at the safe point.
 // inline means the client loop runs it itself (drive) and reads nothing
 // from the client meanwhile: it then stops with pumpYield as soon as the
-// server is waiting for the client.
+// server is waiting for the client. Every failure of the attachment comes
+// out of pump as an error and is handled here, in one place
+// (attachmentFailed).
 func (s *Session) pumpServer(c *pooler.Conn, inline bool) pumpEnd {
+	end, err := s.pump(c, inline)
+	if err != nil {
+		s.attachmentFailed(c, err)
+		return pumpFailed
+	}
+	return end
+}
+
+// clientWriteError is a failed write to the client during an attachment;
+// any other error of pump is a failed read of the server.
+type clientWriteError struct{ err error }
+
+func (e *clientWriteError) Error() string { return "write to client: " + e.err.Error() }
+func (e *clientWriteError) Unwrap() error { return e.err }
+
+// attachmentFailed ends an attachment that failed: the client gone or not
+// reading (its connection cannot be reused: the server may be mid-result),
+// or the server lost (serverReadFailed tells the client).
+func (s *Session) attachmentFailed(c *pooler.Conn, err error) {
+	var we *clientWriteError
+	if errors.As(err, &we) {
+		s.clientWriteFailed(c, we.err)
+		return
+	}
+	s.serverReadFailed(c, err)
+}
+
+// pump is pumpServer's loop; it returns an error instead of handling it.
+func (s *Session) pump(c *pooler.Conn, inline bool) (pumpEnd, error) {
 	conn := c.Value
 	rd := conn.Reader
 	stream := int(s.general().MessageSizeToBeStream)
@@ -66,8 +97,7 @@ func (s *Session) pumpServer(c *pooler.Conn, inline bool) pumpEnd {
 	for {
 		if len(*buf) > 0 && (rd.Buffered() == 0 || len(*buf) >= clientFlushThreshold) {
 			if err := s.flushClient(buf); err != nil {
-				s.clientWriteFailed(c, err)
-				return pumpFailed
+				return pumpFailed, &clientWriteError{err}
 			}
 		}
 		typ, n, err := rd.PeekHeader()
@@ -75,13 +105,11 @@ func (s *Session) pumpServer(c *pooler.Conn, inline bool) pumpEnd {
 			if s.woken(conn, buf) {
 				continue
 			}
-			s.serverReadFailed(c, err)
-			return pumpFailed
+			return pumpFailed, err
 		}
 		if s.params.n > 0 { // replies to the SETs put ahead of the client's messages
 			if err := s.swallowParamReply(conn); err != nil && !s.woken(conn, buf) {
-				s.serverReadFailed(c, err)
-				return pumpFailed
+				return pumpFailed, err
 			}
 			continue
 		}
@@ -97,7 +125,7 @@ func (s *Session) pumpServer(c *pooler.Conn, inline bool) pumpEnd {
 		}
 		if streamIt {
 			if err := s.streamToClient(c, buf); err != nil {
-				return pumpFailed
+				return pumpFailed, err
 			}
 			continue
 		}
@@ -107,8 +135,7 @@ func (s *Session) pumpServer(c *pooler.Conn, inline bool) pumpEnd {
 			if s.woken(conn, buf) {
 				continue
 			}
-			s.serverReadFailed(c, err)
-			return pumpFailed
+			return pumpFailed, err
 		}
 		switch {
 		case s.rewriting() && (answersRequest(typ) || s.rw.fakesDue()):
@@ -125,39 +152,37 @@ func (s *Session) pumpServer(c *pooler.Conn, inline bool) pumpEnd {
 			// A large frame goes out on its own, straight from the
 			// reader's buffer.
 			if err := s.flushClient(buf); err != nil {
-				s.clientWriteFailed(c, err)
-				return pumpFailed
+				return pumpFailed, &clientWriteError{err}
 			}
 			if err := s.writeClient(f); err != nil {
-				s.clientWriteFailed(c, err)
-				return pumpFailed
+				return pumpFailed, &clientWriteError{err}
 			}
 		default:
 			*buf = append(*buf, f...)
 		}
 		switch typ {
 		case protocol.MsgReadyForQuery:
-			switch s.readyForQuery(c, protocol.ReadyForQueryStatus(f), buf, transaction) {
-			case rfqReleased:
-				return pumpReleased
-			case rfqFailed:
-				return pumpFailed
+			released, err := s.readyForQuery(c, protocol.ReadyForQueryStatus(f), buf, transaction)
+			switch {
+			case err != nil:
+				return pumpFailed, err
+			case released:
+				return pumpReleased, nil
 			}
 			if inline {
 				switch s.answeredState() {
 				case answeredInBlock:
-					return pumpInBlock
+					return pumpInBlock, nil
 				case answeredPartial:
-					return pumpYield
+					return pumpYield, nil
 				}
 			}
 		case protocol.MsgCopyInResponse, protocol.MsgCopyBothResponse:
 			if inline {
 				if err := s.flushClient(buf); err != nil {
-					s.clientWriteFailed(c, err)
-					return pumpFailed
+					return pumpFailed, &clientWriteError{err}
 				}
-				return pumpYield
+				return pumpYield, nil
 			}
 		case protocol.MsgCommandComplete:
 			conn.NoteCommandTag(f.Body())
@@ -195,22 +220,12 @@ const (
 	answeredInBlock                 // all answered: idle in a transaction block
 )
 
-// rfqEnd is what readyForQuery did.
-type rfqEnd int
-
-const (
-	rfqKept     rfqEnd = iota // c stays attached
-	rfqReleased               // c went back to the pool
-	rfqFailed                 // the client write failed (handled)
-)
-
 // readyForQuery handles one ReadyForQuery: it flushes everything to the
-// client and, at the safe point, releases the connection.
-func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transaction bool) rfqEnd {
+// client and, at the safe point, releases the connection (released).
+func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transaction bool) (released bool, err error) {
 	c.Value.TxStatus = status
 	if err := s.flushClient(buf); err != nil {
-		s.clientWriteFailed(c, err)
-		return rfqFailed
+		return false, &clientWriteError{err}
 	}
 	now := time.Now()
 	st := &s.pool.Stats
@@ -246,11 +261,11 @@ func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transa
 	}
 	s.mu.Unlock()
 	if !release {
-		return rfqKept
+		return false, nil
 	}
 	st.ClientsActive.Add(-1)
 	s.giveBack(c)
-	return rfqReleased
+	return true, nil
 }
 
 // giveBack cleans a connection that served a client and returns it.
@@ -297,7 +312,7 @@ func (s *Session) execCleanup(c *pooler.Conn, q string) error {
 
 // streamToClient forwards the next server message in chunks without
 // buffering it whole, after everything gathered before it (answers the
-// pooler owes included). It reports a failure after handling it.
+// pooler owes included). A failed write is a *clientWriteError.
 func (s *Session) streamToClient(c *pooler.Conn, buf *[]byte) error {
 	if s.rw.fakesDue() {
 		s.mu.Lock()
@@ -305,20 +320,15 @@ func (s *Session) streamToClient(c *pooler.Conn, buf *[]byte) error {
 		s.mu.Unlock()
 	}
 	if err := s.flushClient(buf); err != nil {
-		s.clientWriteFailed(c, err)
-		return err
+		return &clientWriteError{err}
 	}
 	rd := c.Value.Reader
 	s.wmu.Lock()
 	m, err := rd.ForwardFrame(s.nc)
 	s.wmu.Unlock()
 	s.pool.Stats.BytesSent.Add(uint64(m))
-	if err != nil {
-		if rd.Buffered() == 0 && m == 0 {
-			s.serverReadFailed(c, err)
-		} else {
-			s.clientWriteFailed(c, err)
-		}
+	if err != nil && !(rd.Buffered() == 0 && m == 0) {
+		return &clientWriteError{err} // some of the frame went out: the client failed
 	}
 	return err
 }
