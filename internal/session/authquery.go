@@ -28,8 +28,8 @@ func (s *Session) loginAuthQuery(ctx context.Context, sm *protocol.StartupMessag
 		res.Authenticated(false)
 		s.loginFailed("auth_query")
 		s.env.Log.Warn("auth_query lookup failed", zap.String("database", s.Database), zap.String("user", s.User), zap.Error(err))
-		s.fatal("08P01", "authentication lookup failed: auth_query could not be run, see the pg_doorman log")
-		return fmt.Errorf("auth_query lookup: %w", err)
+		return s.refuse(&ClientError{Code: "08P01", Message: "authentication lookup failed: auth_query could not be run, see the pg_doorman log",
+			Err: fmt.Errorf("auth_query lookup: %w", err)})
 	}
 	if !ent.Found {
 		s.authReason = "no_user"
@@ -39,8 +39,7 @@ func (s *Session) loginAuthQuery(ctx context.Context, sm *protocol.StartupMessag
 	if !ent.Found && method == credTrust {
 		res.Authenticated(false)
 		s.loginFailed("no_user")
-		s.fatal("28000", fmt.Sprintf("role %q does not exist", s.User))
-		return fmt.Errorf("no such user %q", s.User)
+		return s.refusef("28000", "role %q does not exist", s.User)
 	}
 	var refetch func() string
 	if ent.Found {
@@ -62,8 +61,7 @@ func (s *Session) loginAuthQuery(ctx context.Context, sm *protocol.StartupMessag
 	p, err := s.env.Pools.AuthQueryPool(s.Database, s.User, verifier)
 	if err != nil {
 		s.loginFailed("no_pool")
-		s.fatal("08P01", "auth_query pool is gone: the configuration changed, reconnect")
-		return err
+		return s.refuse(&ClientError{Code: "08P01", Message: "auth_query pool is gone: the configuration changed, reconnect", Err: err})
 	}
 	return s.enterPool(ctx, sm, p, clientKey)
 }

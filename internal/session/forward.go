@@ -13,10 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doorman-go/doorman/internal/backend"
-	"github.com/doorman-go/doorman/internal/coordinator"
 	"github.com/doorman-go/doorman/internal/fallback"
 	"github.com/doorman-go/doorman/internal/idlepark"
-	"github.com/doorman-go/doorman/internal/pool"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/protocol"
 )
@@ -444,37 +442,8 @@ func (s *Session) serverWriteFailed(srv *pooler.Conn, err error) error {
 }
 
 func (s *Session) acquireFailed(err error) error {
-	code, msg := serverFailure(err)
-	s.fatal(code, msg)
 	s.logger().Warn("no server connection for client", zap.Error(err))
-	return fmt.Errorf("acquire server: %w", err)
-}
-
-// serverFailure is the SQLSTATE and text a client gets when no server
-// connection could be had for it: what the server said, or what went wrong
-// on the way, without the internal detail the log has.
-func serverFailure(err error) (code, msg string) {
-	var se *backend.ServerError
-	var te *backend.TLSError
-	switch {
-	case errors.Is(err, pooler.ErrWaitTimeout):
-		return "08P01", "query_wait_timeout"
-	case errors.Is(err, coordinator.ErrExhausted):
-		return "53300", err.Error()
-	case isFallbackFailure(err):
-		return "08006", fallback.ClientMessage
-	case errors.Is(err, pool.ErrClosed):
-		return "08P01", "pool is closed: database or user removed, or pg_doorman is shutting down"
-	case errors.As(err, &se):
-		return se.Code, se.Message
-	case errors.As(err, &te):
-		return "08006", fmt.Sprintf("could not connect to server: TLS to the server failed (server_tls_mode %s: %s)", te.Mode, te.Reason)
-	case errors.Is(err, backend.ErrNoSCRAMKey):
-		return "08P01", "SCRAM passthrough needs a client to log in with SCRAM first (set server_password or use scram-sha-256 auth)"
-	case errors.Is(err, context.Canceled):
-		return "58006", "pooler is shut down now"
-	}
-	return "08006", "could not connect to server"
+	return s.refuse(serverFailure(err))
 }
 
 func isCheckQuery(body []byte, check string) bool {

@@ -105,20 +105,17 @@ func (s *Session) loginWithoutPool() error {
 	if !known && method == credTrust {
 		// Trust hides nothing in PostgreSQL either.
 		s.loginFailed("no_user")
-		s.fatal("28000", fmt.Sprintf("role %q does not exist", s.User))
-		return fmt.Errorf("no such user %q", s.User)
+		return s.refusef("28000", "role %q does not exist", s.User)
 	}
 	if _, err := s.authenticate(method, verifier, nil); err != nil {
 		return err
 	}
 	if !s.env.Pools.HasDatabase(s.Database) {
 		s.loginFailed("no_database")
-		s.fatal("3D000", fmt.Sprintf("no such database: %s", s.Database))
-		return fmt.Errorf("no such database %q", s.Database)
+		return s.refusef("3D000", "no such database: %s", s.Database)
 	}
 	s.loginFailed("no_pool")
-	s.fatal("42501", fmt.Sprintf("permission denied for database %q", s.Database))
-	return fmt.Errorf("user %q has no pool in database %q", s.User, s.Database)
+	return s.refusef("42501", "permission denied for database %q", s.Database)
 }
 
 // verifierElsewhere finds the user's password in the pools of other
@@ -151,12 +148,11 @@ func (s *Session) loginFailed(reason string) {
 // serverLoginFailed turns a failure to open the first server connection
 // into a message for the client without leaking internal detail.
 func (s *Session) serverLoginFailed(err error) error {
-	code, msg := serverFailure(err)
+	ce := serverFailure(err)
 	if !isFallbackFailure(err) && !errors.Is(err, pooler.ErrWaitTimeout) && !errors.Is(err, coordinator.ErrExhausted) {
-		msg = "server login failed: " + msg
+		ce.Message = "server login failed: " + ce.Message
 	}
-	s.fatal(code, msg)
-	return fmt.Errorf("server login: %w", err)
+	return s.refuse(ce)
 }
 
 // welcome sends AuthenticationOk, the ParameterStatus set, BackendKeyData
@@ -234,11 +230,11 @@ func (s *Session) hbaRule() (hba.Rule, error) {
 	}
 	s.loginFailed("hba")
 	if rule.Method == hba.MethodReject {
-		s.fatal("28000", fmt.Sprintf("pg_hba.conf rejects connection for host %q, user %q, database %q", s.addrString(), s.User, s.Database))
-		return hba.Rule{}, fmt.Errorf("hba line %d rejects", rule.Line)
+		return hba.Rule{}, s.refuse(&ClientError{Code: "28000", Err: fmt.Errorf("hba line %d rejects", rule.Line),
+			Message: fmt.Sprintf("pg_hba.conf rejects connection for host %q, user %q, database %q", s.addrString(), s.User, s.Database)})
 	}
-	s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
-	return hba.Rule{}, fmt.Errorf("hba line %d method %s is not supported", rule.Line, rule.MethodName)
+	return hba.Rule{}, s.refuse(&ClientError{Code: "28P01", Message: fmt.Sprintf("password authentication failed for user %q", s.User),
+		Err: fmt.Errorf("hba line %d method %s is not supported", rule.Line, rule.MethodName)})
 }
 
 // methodFor picks the challenge of an admitting rule for verifier. Like
@@ -324,8 +320,7 @@ func (s *Session) authFailed() error {
 		reason = "password"
 	}
 	s.loginFailed(reason)
-	s.fatal("28P01", fmt.Sprintf("password authentication failed for user %q", s.User))
-	return fmt.Errorf("password authentication failed for user %q", s.User)
+	return s.refusef("28P01", "password authentication failed for user %q", s.User)
 }
 
 func (s *Session) authMD5(verifier string, refetch func() string) error {

@@ -132,8 +132,7 @@ func (s *Session) loginTalos(ctx context.Context, sm *protocol.StartupMessage) e
 	p, ok := s.env.Pools.Lookup(s.Database, id.Role)
 	if !ok {
 		s.loginFailed("talos")
-		s.fatal("28000", fmt.Sprintf("Talos role %q has no user in database %q", id.Role, s.Database))
-		return fmt.Errorf("talos role %q has no pool user in %q", id.Role, s.Database)
+		return s.refusef("28000", "Talos role %q has no user in database %q", id.Role, s.Database)
 	}
 	// The token's clientId is the client's identity: it replaces what the
 	// client said its application_name is, so that pg_stat_activity and
@@ -161,8 +160,7 @@ func (s *Session) methodFailed(method string, err error) error {
 	if method == "pam" && !errors.Is(err, pam.ErrAuthFailed) {
 		s.env.Log.Warn("PAM authentication error", zap.String("user", s.User), zap.Error(err))
 	}
-	s.fatal("28P01", msg)
-	return fmt.Errorf("%s authentication for %q: %w", method, s.User, err)
+	return s.refuse(&ClientError{Code: "28P01", Message: msg, Err: fmt.Errorf("%s authentication for %q: %w", method, s.User, err)})
 }
 
 // sanitizeClientID keeps a token's clientId fit for application_name and

@@ -163,8 +163,7 @@ func (s *Session) adopt(ctx context.Context, st *MigrationState) error {
 	s.registered = true
 	p, err := s.migratedPool(st)
 	if err != nil {
-		s.fatal("08P01", "pool is gone after the binary upgrade: reconnect")
-		return err
+		return s.refuse(&ClientError{Code: "08P01", Message: "pool is gone after the binary upgrade: reconnect", Err: err})
 	}
 	s.pool = p
 	if st.ClientKey != nil {
