@@ -169,6 +169,10 @@ func (s *Session) welcome() error {
 	}
 	b = protocol.BackendKeyData{ProcessID: s.cancelPID, SecretKey: s.cancelSecret}.Encode(b)
 	b = protocol.ReadyForQuery{TxStatus: protocol.TxIdle}.Encode(b)
+	// From now on only the tracked parameters matter (and the map would
+	// stay with an idle client).
+	s.tracked.fromMap(s.clientParams)
+	s.clientParams = nil
 	s.state.Store(StateIdle)
 	if err := s.Write(b); err != nil {
 		return fmt.Errorf("send welcome: %w", err)

@@ -129,7 +129,7 @@ func (s *Session) handOff() error {
 func (s *Session) migrationState() *MigrationState {
 	st := &MigrationState{
 		Database: s.Database, User: s.User, AppName: s.AppName, Local: s.Local, ConnectedAt: s.ConnectedAt,
-		CancelPID: s.cancelPID, CancelSecret: s.cancelSecret, ClientParams: s.clientParams,
+		CancelPID: s.cancelPID, CancelSecret: s.cancelSecret, ClientParams: s.tracked.toMap(),
 		ClientKey: s.pool.ClientKey(),
 	}
 	if s.pool.Dynamic() {
@@ -170,10 +170,7 @@ func (s *Session) adopt(ctx context.Context, st *MigrationState) error {
 		p.SetClientKey(st.ClientKey)
 	}
 	set := p.Settings()
-	s.clientParams = st.ClientParams
-	if s.clientParams == nil {
-		s.clientParams = map[string]string{}
-	}
+	s.tracked.fromMap(st.ClientParams)
 	if set.General.PreparedStatements && set.Mode() == "transaction" {
 		s.rw = newRewriter(p, s.User, set.General.ClientPreparedStatementsCacheSize)
 		s.rw.unnamed = st.Unnamed

@@ -103,7 +103,7 @@ func (s *Session) prependParamSets(c *backend.Conn, b []byte) []byte {
 		if mask&(1<<i) == 0 {
 			continue
 		}
-		want, ok := s.clientParams[k]
+		want, ok := s.tracked.get(i)
 		if !ok || c.Params[k] == want {
 			continue
 		}
@@ -172,13 +172,13 @@ func (s *Session) paramSetDone(conn *backend.Conn, i int) {
 		// 63 bytes, "iso" reads "ISO, MDY") is what the next checkout
 		// compares with.
 		if v, ok := conn.Params[k]; ok {
-			s.clientParams[k] = v
+			s.tracked.put(i, v)
 		}
 		return
 	}
 	p.failed |= 1 << i
 	s.logger().Warn("server rejected a client parameter; not set again in this session",
-		zap.String("parameter", k), zap.String("value", s.clientParams[k]),
+		zap.String("parameter", k), zap.String("value", s.tracked.v[i]),
 		zap.String("sqlstate", p.err.Code), zap.String("error", p.err.Message))
 	p.err = nil
 	if m, ok := s.env.Metrics.(ParamSyncMetrics); ok {
@@ -195,12 +195,12 @@ var roleParams = [...]string{"in_hot_standby", "default_transaction_read_only"}
 
 func (s *Session) reportRoleParams(c *backend.Conn) error {
 	var b []byte
-	for _, k := range roleParams {
+	for j, k := range roleParams {
 		v, ok := c.Params[k]
-		if !ok || s.clientParams[k] == v {
+		if cur, _ := s.tracked.get(roleIndex(j)); !ok || cur == v {
 			continue
 		}
-		s.clientParams[k] = v
+		s.tracked.put(roleIndex(j), v)
 		b = protocol.ParameterStatus{Name: k, Value: v}.Encode(b)
 	}
 	if b == nil {

@@ -443,11 +443,11 @@ func answersRequest(typ byte) bool {
 }
 
 // noteParameterStatus records what the client has now been told. Only
-// serverLoop calls it while attached; the client loop reads clientParams
+// serverLoop calls it while attached; the client loop reads them
 // only between transactions.
 func (s *Session) noteParameterStatus(body []byte) {
 	var ps protocol.ParameterStatus
 	if ps.Decode(body) == nil {
-		s.clientParams[ps.Name] = ps.Value
+		s.tracked.putName(ps.Name, ps.Value)
 	}
 }

@@ -150,8 +150,9 @@ type Session struct {
 	tlsPeer     string              // subject of the client certificate, if any
 
 	cancelPID, cancelSecret uint32
-	clientParams            map[string]string // what the client has been told
-	params                  paramSync         // SETs of clientParams ahead of the client's messages
+	clientParams            map[string]string // what the client is told in the welcome; nil after it
+	tracked                 trackedParams     // what the client has been told, of the parameters that matter after the welcome
+	params                  paramSync         // SETs of tracked ahead of the client's messages
 	sbuf                    []byte            // bytes for the server, owned by Serve
 
 	// Owned by the client loop.
