@@ -36,6 +36,11 @@
 // answers to those and the pooler inserts its own; the session's mu
 // guards it.
 //
+// Errors a client is told (login refusals, no server connection) are
+// *ClientError (SQLSTATE, message, cause for the log), sent by refuse; an
+// attachment's failures leave pump as errors and attachmentFailed handles
+// them in one place.
+//
 // Login follows PostgreSQL 15 where a client could tell the difference: an
 // unknown user gets a mock SCRAM exchange, an unknown database is named only
 // after authentication, failures are logged at WARN (rate-limited). The
