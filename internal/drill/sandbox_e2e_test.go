@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -102,7 +103,8 @@ func TestDrillSandbox(t *testing.T) {
 	for _, n := range sbx.Nodes {
 		startDoorman(t, sbx, n, verifier)
 	}
-	master := startProxy(t, sbx)
+	reg := prometheus.NewRegistry()
+	master := startProxy(t, sbx, reg)
 	stacks := []struct{ name, dsn string }{
 		{"direct", fmt.Sprintf("host=%s port=%d user=app password=app dbname=app sslmode=disable connect_timeout=2",
 			strings.Join(hosts(sbx), ","), patronisbx.PGPort)},
@@ -141,10 +143,12 @@ func TestDrillSandbox(t *testing.T) {
 						sc.name, st.name, i, r.GapS, r.FirstAckS, r.Events, r.Rejected, r.Unknown, r.UnknownCommitted, r.From, r.To, r.Load1, r.Failures)
 				}
 			}
+			t.Logf("%s done; patroni_proxy leader checks so far: %s", sc.name, leaderChecks(t, reg))
 		})
 	}
 	require.NotEmpty(t, all, "no scenario ran: DRILL_SCENARIOS=%q", os.Getenv("DRILL_SCENARIOS"))
 	t.Logf("results appended to %s\n%s", out, summaryTable(all))
+	t.Logf("patroni_proxy leader checks: %s", leaderChecks(t, reg))
 }
 
 // validateMode is DRILL_VALIDATE, default libpq (the probe used
@@ -306,7 +310,7 @@ pools:
 // startProxy runs patroni_proxy with its defaults (3 s poll) and a master
 // port whose members are the pg_doorman beside each node; it returns the
 // master port.
-func startProxy(t *testing.T, sbx *patronisbx.Sandbox) int {
+func startProxy(t *testing.T, sbx *patronisbx.Sandbox, reg *prometheus.Registry) int {
 	t.Helper()
 	cfg := &proxyconfig.Config{
 		ClusterUpdateInterval: proxyconfig.DefaultClusterUpdateInterval, ListenAddress: "127.0.0.1:0",
@@ -316,9 +320,32 @@ func startProxy(t *testing.T, sbx *patronisbx.Sandbox) int {
 			"master": {Listen: "127.0.0.1:0", Roles: []proxyconfig.Role{proxyconfig.RoleLeader}, HostPort: doormanPort},
 		}}},
 	}
-	p := proxy.New(cfg, proxy.Options{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))})
+	p := proxy.New(cfg, proxy.Options{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Registry: reg})
 	require.NoError(t, p.Start())
 	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
 	require.NoError(t, p.Refresh(context.Background()))
 	return p.PortAddr("sbx", "master").(*net.TCPAddr).Port
+}
+
+// leaderChecks is patroni_proxy_leader_checks_total by result, e.g.
+// "promoted=12 live_primary=5": how often the write port was opened on a
+// leader's own word, and how.
+func leaderChecks(t *testing.T, reg *prometheus.Registry) string {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	var parts []string
+	for _, mf := range mfs {
+		if mf.GetName() != "patroni_proxy_leader_checks_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" {
+					parts = append(parts, fmt.Sprintf("%s=%.0f", l.GetValue(), m.GetCounter().GetValue()))
+				}
+			}
+		}
+	}
+	return strings.Join(parts, " ")
 }

@@ -15,10 +15,12 @@ import (
 )
 
 // memberAPI is a fake of one member's own Patroni REST API: GET /patroni
-// answers with the role it is set to; down makes it answer 503.
+// answers with the role it is set to (state running), or with body when
+// set; down makes it answer 503.
 type memberAPI struct {
 	srv  *httptest.Server
 	role atomic.Value // string
+	body atomic.Value // string; "" = {"state":"running","role":<role>}
 	down atomic.Bool
 }
 
@@ -29,6 +31,10 @@ func newMemberAPI(t *testing.T, role string) *memberAPI {
 	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/patroni" || m.down.Load() {
 			http.Error(w, "no", http.StatusServiceUnavailable)
+			return
+		}
+		if b, _ := m.body.Load().(string); b != "" {
+			_, _ = w.Write([]byte(b))
 			return
 		}
 		_, _ = w.Write([]byte(`{"state":"running","role":"` + m.role.Load().(string) + `"}`))
