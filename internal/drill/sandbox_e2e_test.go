@@ -30,7 +30,7 @@ import (
 // The drill against the real 3-node Patroni sandbox (make drill). Knobs:
 // DRILL_RUNS (runs per stack of the switchover, default 5),
 // DRILL_UNPLANNED_RUNS (runs per stack of each unplanned case, default 2),
-// DRILL_SCENARIOS (comma list, default all), DRILL_VALIDATE (libpq or show),
+// DRILL_SCENARIOS (comma list, run in that order; default all), DRILL_VALIDATE (libpq or show),
 // DRILL_DOORMAN_FALLBACK=1 (pg_doorman's Patroni fallback on), DRILL_SYNC=1
 // (Patroni synchronous_mode on for each run; up.sh turns it off again), DRILL_OUT (JSON lines of the
 // results, default /tmp/doorman-drill-results.jsonl), DRILL_REPORTS (folder
@@ -47,7 +47,10 @@ type scenario struct {
 
 var scenarios = []scenario{
 	{"switchover", 14 * time.Second, func(t *testing.T, sbx *patronisbx.Sandbox, _, c patronisbx.Node) {
-		sbx.Pctl(t, "switchover", "--candidate", c.Name, "--force")
+		// patronictl exits 0 when Patroni refuses (e.g. 412, a candidate
+		// that is not the sync_standby in synchronous_mode).
+		out := sbx.Pctl(t, "switchover", "--candidate", c.Name, "--force")
+		require.NotContains(t, out, "failed", "patronictl switchover to %s", c.Name)
 	}},
 	// With the default primary_start_timeout Patroni restarts the
 	// postmaster in place (sandbox README, pitfall 4).
@@ -110,10 +113,17 @@ func TestDrillSandbox(t *testing.T) {
 			strings.Join(hosts(sbx), ","), patronisbx.PGPort)},
 		{"ours", fmt.Sprintf("host=127.0.0.1 port=%d user=app password=app dbname=app sslmode=disable connect_timeout=2", master)},
 	}
-	want := map[string]bool{}
-	for _, s := range strings.Split(os.Getenv("DRILL_SCENARIOS"), ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			want[s] = true
+	// DRILL_SCENARIOS picks scenarios and their order (the priority when a
+	// session may be cut short); default all, in the order above.
+	run := scenarios
+	if names := strings.TrimSpace(os.Getenv("DRILL_SCENARIOS")); names != "" {
+		run = nil
+		for _, name := range strings.Split(names, ",") {
+			for _, sc := range scenarios {
+				if sc.name == strings.TrimSpace(name) {
+					run = append(run, sc)
+				}
+			}
 		}
 	}
 	out := os.Getenv("DRILL_OUT")
@@ -124,10 +134,7 @@ func TestDrillSandbox(t *testing.T) {
 	require.NoError(t, err)
 	defer f.Close()
 	var all []result
-	for _, sc := range scenarios {
-		if len(want) > 0 && !want[sc.name] {
-			continue
-		}
+	for _, sc := range run {
 		runs := envInt("DRILL_UNPLANNED_RUNS", 2)
 		if sc.name == "switchover" {
 			runs = envInt("DRILL_RUNS", 5)
@@ -171,14 +178,20 @@ func hosts(sbx *patronisbx.Sandbox) []string {
 func runOnce(t *testing.T, sbx *patronisbx.Sandbox, sc scenario, stack, dsn string, run int) result {
 	t.Helper()
 	sbx.WaitHealthy(t)
-	if os.Getenv("DRILL_SYNC") == "1" {
-		syncMode(t, sbx)
-	}
 	leader := sbx.Leader(t)
 	var candidate patronisbx.Node
 	for i, n := range sbx.Nodes {
 		if n.Name == leader.Name {
 			candidate = sbx.Nodes[(i+1+run%2)%len(sbx.Nodes)]
+		}
+	}
+	if os.Getenv("DRILL_SYNC") == "1" {
+		// In synchronous_mode Patroni switches over only to the sync_standby.
+		sync := syncMode(t, sbx)
+		for _, n := range sbx.Nodes {
+			if n.Name == sync {
+				candidate = n
+			}
 		}
 	}
 	table := fmt.Sprintf("doorman_drill_%s_%s_%d", sc.name, stack, run)

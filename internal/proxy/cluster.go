@@ -281,8 +281,9 @@ func (c *cluster) setLiveKey(k string) {
 }
 
 // confirmLive judges leader l, the member last confirmed promoted, which
-// /cluster shows restarting in place: ok once its own /patroni relays that
-// its postgres answered a query out of recovery (liveLeader). The answer is
+// /cluster shows restarting in place: ok once its own GET /primary (200:
+// it holds the leader lock in its own view) relays that its postgres
+// answered a query out of recovery (liveLeader). The answer is
 // remembered while /cluster shows l in the same state; until then the
 // leader is pending and asked again at leaderRecheck.
 func (c *cluster) confirmLive(ctx context.Context, r *watchRun, l patroni.Member, last lastLeader) leaderVerdict {
@@ -293,7 +294,7 @@ func (c *cluster) confirmLive(ctx context.Context, r *watchRun, l patroni.Member
 	if known {
 		return leaderVerdict{ok: true, live: l.Name}
 	}
-	st, err := r.client.FetchMemberStatus(ctx, l.APIURL)
+	st, err := r.client.FetchLeaderStatus(ctx, l.APIURL)
 	result := "live_primary"
 	switch {
 	case err != nil:

@@ -13,15 +13,19 @@ import (
 // waiting for "running" in /cluster cost the write port 1-2 s more.
 //
 // The port may open earlier on postgres's own word, relayed by the member's
-// own GET /patroni: while postgres is starting or running Patroni runs a
-// query on a live connection for every such request, and reports
-// role "master"/"primary" with a "timeline" only when that query succeeded
-// and pg_is_in_recovery() was false (when the query fails it answers just
-// its configured role and state, without a timeline). That is the same
-// evidence the switchover path already trusts (cluster.confirm), taken
-// before Patroni's own bookkeeping catches up. The rule for "exactly one
-// confirmed primary" is unchanged: the member must be the only one holding
-// the leader key in /cluster.
+// own GET /primary (patroni.Client.FetchLeaderStatus): while postgres is
+// starting or running Patroni runs a query on a live connection for every
+// such request, and reports role "master"/"primary" with a "timeline" only
+// when that query succeeded and pg_is_in_recovery() was false (when the
+// query fails it answers just its configured role and state, without a
+// timeline). That is the evidence the switchover path already trusts
+// (cluster.confirm asks /patroni, the same document), taken before
+// Patroni's own bookkeeping catches up. /primary rather than /patroni:
+// it answers 200 only while the member holds the leader lock in its own
+// view, and without the one-second retry /patroni makes while postgres is
+// down. The rule "exactly one confirmed primary" is unchanged: the member
+// must be the only one holding the leader key in /cluster, and say so
+// itself.
 //
 // What it deliberately does not accept (each one a failure mode):
 //   - another member than the leader last confirmed promoted while running
@@ -31,7 +35,8 @@ import (
 //     is taking postgres down (a restart's first half, a demotion, a
 //     shutdown), and a query that still succeeds then says nothing about the
 //     next seconds;
-//   - a member that saw no leader key itself (cluster_unlocked);
+//   - a member that does not hold the leader lock in its own view (/primary
+//     503) or saw no leader key (cluster_unlocked);
 //   - a timeline older than the newest seen in the cluster: a primary from
 //     an older history (restored or not rewound) is not the one clients
 //     wrote to;
@@ -39,7 +44,9 @@ import (
 //
 // The confirmation is remembered only while /cluster shows the leader with
 // the same name and state; any change asks again, and "running" goes back
-// to the switchover path (which asks /patroni once more).
+// to the switchover path (which asks /patroni once more). Until confirmed
+// the leader is asked at leaderRecheck (100 ms), one GET /primary to one
+// member, the bound the switchover path already has.
 
 // lastLeader is the leader last confirmed promoted while /cluster showed it
 // running, and the newest timeline seen in the cluster.

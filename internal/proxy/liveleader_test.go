@@ -157,3 +157,25 @@ func TestWritePortRestartedPostgresOlderTimeline(t *testing.T) {
 	refused(t, h.addr("master"))
 	require.Zero(t, h.leaderChecks("live_primary"))
 }
+
+// TestWritePortRestartedPostgresLockNotHeld: the member's own Patroni does
+// not hold the leader lock (GET /primary 503) although /cluster still names
+// it: refused, whatever its postgres says.
+func TestWritePortRestartedPostgresLockNotHeld(t *testing.T) {
+	t.Parallel()
+	n1 := newEcho(t, "node1")
+	api := newMemberAPI(t, "master")
+	m := n1.member(patroni.RoleLeader)
+	m.APIURL, m.Timeline = api.url(), 5
+	h := newHarness(t, ports("master", roles(leader)), m)
+	eventuallyBackend(t, h.addr("master"), "node1")
+
+	api.body.Store(restartBody("starting", 5))
+	api.notLeader.Store(true)
+	starting := m
+	starting.State, starting.Timeline = patroni.StateStarting, 0
+	h.update(starting)
+	require.Eventually(t, func() bool { return h.leaderChecks("error") >= 2 }, waitFor, 5*time.Millisecond)
+	refused(t, h.addr("master"))
+	require.Zero(t, h.leaderChecks("live_primary"))
+}
