@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -29,7 +30,7 @@ import (
 // The drill against the real 3-node Patroni sandbox (make drill). Knobs:
 // DRILL_RUNS (runs per stack of the switchover, default 5),
 // DRILL_UNPLANNED_RUNS (runs per stack of each unplanned case, default 2),
-// DRILL_SCENARIOS (comma list, default all), DRILL_VALIDATE (libpq or show),
+// DRILL_SCENARIOS (comma list, run in that order; default all), DRILL_VALIDATE (libpq or show),
 // DRILL_DOORMAN_FALLBACK=1 (pg_doorman's Patroni fallback on), DRILL_SYNC=1
 // (Patroni synchronous_mode on for each run; up.sh turns it off again), DRILL_OUT (JSON lines of the
 // results, default /tmp/doorman-drill-results.jsonl), DRILL_REPORTS (folder
@@ -46,7 +47,10 @@ type scenario struct {
 
 var scenarios = []scenario{
 	{"switchover", 14 * time.Second, func(t *testing.T, sbx *patronisbx.Sandbox, _, c patronisbx.Node) {
-		sbx.Pctl(t, "switchover", "--candidate", c.Name, "--force")
+		// patronictl exits 0 when Patroni refuses (e.g. 412, a candidate
+		// that is not the sync_standby in synchronous_mode).
+		out := sbx.Pctl(t, "switchover", "--candidate", c.Name, "--force")
+		require.NotContains(t, out, "failed", "patronictl switchover to %s", c.Name)
 	}},
 	// With the default primary_start_timeout Patroni restarts the
 	// postmaster in place (sandbox README, pitfall 4).
@@ -102,16 +106,24 @@ func TestDrillSandbox(t *testing.T) {
 	for _, n := range sbx.Nodes {
 		startDoorman(t, sbx, n, verifier)
 	}
-	master := startProxy(t, sbx)
+	reg := prometheus.NewRegistry()
+	master := startProxy(t, sbx, reg)
 	stacks := []struct{ name, dsn string }{
 		{"direct", fmt.Sprintf("host=%s port=%d user=app password=app dbname=app sslmode=disable connect_timeout=2",
 			strings.Join(hosts(sbx), ","), patronisbx.PGPort)},
 		{"ours", fmt.Sprintf("host=127.0.0.1 port=%d user=app password=app dbname=app sslmode=disable connect_timeout=2", master)},
 	}
-	want := map[string]bool{}
-	for _, s := range strings.Split(os.Getenv("DRILL_SCENARIOS"), ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			want[s] = true
+	// DRILL_SCENARIOS picks scenarios and their order (the priority when a
+	// session may be cut short); default all, in the order above.
+	run := scenarios
+	if names := strings.TrimSpace(os.Getenv("DRILL_SCENARIOS")); names != "" {
+		run = nil
+		for _, name := range strings.Split(names, ",") {
+			for _, sc := range scenarios {
+				if sc.name == strings.TrimSpace(name) {
+					run = append(run, sc)
+				}
+			}
 		}
 	}
 	out := os.Getenv("DRILL_OUT")
@@ -122,10 +134,7 @@ func TestDrillSandbox(t *testing.T) {
 	require.NoError(t, err)
 	defer f.Close()
 	var all []result
-	for _, sc := range scenarios {
-		if len(want) > 0 && !want[sc.name] {
-			continue
-		}
+	for _, sc := range run {
 		runs := envInt("DRILL_UNPLANNED_RUNS", 2)
 		if sc.name == "switchover" {
 			runs = envInt("DRILL_RUNS", 5)
@@ -141,10 +150,12 @@ func TestDrillSandbox(t *testing.T) {
 						sc.name, st.name, i, r.GapS, r.FirstAckS, r.Events, r.Rejected, r.Unknown, r.UnknownCommitted, r.From, r.To, r.Load1, r.Failures)
 				}
 			}
+			t.Logf("%s done; patroni_proxy leader checks so far: %s", sc.name, leaderChecks(t, reg))
 		})
 	}
 	require.NotEmpty(t, all, "no scenario ran: DRILL_SCENARIOS=%q", os.Getenv("DRILL_SCENARIOS"))
 	t.Logf("results appended to %s\n%s", out, summaryTable(all))
+	t.Logf("patroni_proxy leader checks: %s", leaderChecks(t, reg))
 }
 
 // validateMode is DRILL_VALIDATE, default libpq (the probe used
@@ -167,14 +178,20 @@ func hosts(sbx *patronisbx.Sandbox) []string {
 func runOnce(t *testing.T, sbx *patronisbx.Sandbox, sc scenario, stack, dsn string, run int) result {
 	t.Helper()
 	sbx.WaitHealthy(t)
-	if os.Getenv("DRILL_SYNC") == "1" {
-		syncMode(t, sbx)
-	}
 	leader := sbx.Leader(t)
 	var candidate patronisbx.Node
 	for i, n := range sbx.Nodes {
 		if n.Name == leader.Name {
 			candidate = sbx.Nodes[(i+1+run%2)%len(sbx.Nodes)]
+		}
+	}
+	if os.Getenv("DRILL_SYNC") == "1" {
+		// In synchronous_mode Patroni switches over only to the sync_standby.
+		sync := syncMode(t, sbx)
+		for _, n := range sbx.Nodes {
+			if n.Name == sync {
+				candidate = n
+			}
 		}
 	}
 	table := fmt.Sprintf("doorman_drill_%s_%s_%d", sc.name, stack, run)
@@ -306,7 +323,7 @@ pools:
 // startProxy runs patroni_proxy with its defaults (3 s poll) and a master
 // port whose members are the pg_doorman beside each node; it returns the
 // master port.
-func startProxy(t *testing.T, sbx *patronisbx.Sandbox) int {
+func startProxy(t *testing.T, sbx *patronisbx.Sandbox, reg *prometheus.Registry) int {
 	t.Helper()
 	cfg := &proxyconfig.Config{
 		ClusterUpdateInterval: proxyconfig.DefaultClusterUpdateInterval, ListenAddress: "127.0.0.1:0",
@@ -316,9 +333,32 @@ func startProxy(t *testing.T, sbx *patronisbx.Sandbox) int {
 			"master": {Listen: "127.0.0.1:0", Roles: []proxyconfig.Role{proxyconfig.RoleLeader}, HostPort: doormanPort},
 		}}},
 	}
-	p := proxy.New(cfg, proxy.Options{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))})
+	p := proxy.New(cfg, proxy.Options{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Registry: reg})
 	require.NoError(t, p.Start())
 	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
 	require.NoError(t, p.Refresh(context.Background()))
 	return p.PortAddr("sbx", "master").(*net.TCPAddr).Port
+}
+
+// leaderChecks is patroni_proxy_leader_checks_total by result, e.g.
+// "promoted=12 live_primary=5": how often the write port was opened on a
+// leader's own word, and how.
+func leaderChecks(t *testing.T, reg *prometheus.Registry) string {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	var parts []string
+	for _, mf := range mfs {
+		if mf.GetName() != "patroni_proxy_leader_checks_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" {
+					parts = append(parts, fmt.Sprintf("%s=%.0f", l.GetValue(), m.GetCounter().GetValue()))
+				}
+			}
+		}
+	}
+	return strings.Join(parts, " ")
 }

@@ -16,9 +16,10 @@ import (
 )
 
 // syncMode turns Patroni's synchronous_mode on (PATCH /config on the
-// leader) and waits until /cluster lists a sync_standby. WaitHealthy (up.sh
-// with SYNC=0) turns it off again before the next run.
-func syncMode(t *testing.T, sbx *patronisbx.Sandbox) {
+// leader), waits until /cluster lists a serving sync_standby and returns its
+// name. WaitHealthy (up.sh with SYNC=0) turns it off again before the next
+// run.
+func syncMode(t *testing.T, sbx *patronisbx.Sandbox) string {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPatch, sbx.Leader(t).APIURL+"/config", strings.NewReader(`{"synchronous_mode": true}`))
 	require.NoError(t, err)
@@ -27,6 +28,7 @@ func syncMode(t *testing.T, sbx *patronisbx.Sandbox) {
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, "PATCH /config synchronous_mode")
+	var sync string
 	require.Eventually(t, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -36,11 +38,13 @@ func syncMode(t *testing.T, sbx *patronisbx.Sandbox) {
 		}
 		for _, m := range cl.Members {
 			if m.Role == patroni.RoleSyncStandby && m.Serving() {
+				sync = m.Name
 				return true
 			}
 		}
 		return false
 	}, time.Minute, 100*time.Millisecond, "a sync_standby appears")
+	return sync
 }
 
 // summaryTable is min / median / max of the write gap and of the first

@@ -65,3 +65,25 @@ func (c *Client) FetchMemberStatus(ctx context.Context, api string) (MemberStatu
 	}
 	return st, nil
 }
+
+// FetchLeaderStatus sends GET <api>/primary to one member and decodes the
+// body, the same document as /patroni. Patroni answers 200 only while that
+// member itself holds the leader lock (its own view, not /cluster's), else
+// 503, which is an error here. Unlike /patroni, Patroni serves it without
+// retrying its status query: while postgres is down /patroni sleeps about
+// a second before it answers, /primary answers at once (patroni/api.py
+// do_GET and do_GET_patroni). While postgres answers that query out of
+// recovery the body has role "master" (3.0.x) or "primary" and a timeline;
+// when the query fails it has only Patroni's configured role and state, no
+// timeline.
+func (c *Client) FetchLeaderStatus(ctx context.Context, api string) (MemberStatus, error) {
+	base, err := NormalizeURL(api)
+	if err != nil {
+		return MemberStatus{}, fmt.Errorf("fetch leader status: %w", err)
+	}
+	st, err := fetchParsed(c, ctx, base, "/primary", ParseMemberStatus)
+	if err != nil {
+		return MemberStatus{}, fmt.Errorf("fetch leader status: %w", err)
+	}
+	return st, nil
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -109,4 +110,29 @@ func TestFetchMemberStatus(t *testing.T) {
 	require.Error(t, err)
 	_, err = c.FetchMemberStatus(context.Background(), "::not a url")
 	require.Error(t, err)
+}
+
+func TestFetchLeaderStatus(t *testing.T) {
+	t.Parallel()
+	var holds atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/primary" {
+			http.NotFound(w, r)
+			return
+		}
+		if !holds.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_, _ = w.Write([]byte(`{"state":"starting","role":"master","timeline":4,"xlog":{"location":1}}`))
+	}))
+	defer srv.Close()
+	c, err := patroni.NewClient([]string{"http://127.0.0.1:1"}, patroni.ClientOptions{Retries: -1})
+	require.NoError(t, err)
+	defer c.CloseIdleConnections()
+	_, err = c.FetchLeaderStatus(context.Background(), srv.URL+"/patroni")
+	require.Error(t, err, "503: the member does not hold the leader lock")
+	holds.Store(true)
+	st, err := c.FetchLeaderStatus(context.Background(), srv.URL+"/patroni")
+	require.NoError(t, err)
+	require.Equal(t, patroni.MemberStatus{Role: "master", State: patroni.StateStarting, Timeline: 4}, st)
 }

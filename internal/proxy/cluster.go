@@ -55,6 +55,15 @@ type cluster struct {
 	appliedSeq uint64
 	stale      bool
 	leaderOK   bool // the single leader of current is confirmed promoted
+	// live is the leader of current confirmed on its postgres's word while
+	// /cluster shows it restarting in place (liveleader.go); "" otherwise.
+	live string
+	// liveKey is "name/state" of that confirmation: remembered while
+	// /cluster shows the leader so.
+	liveKey string
+	// last is the leader last confirmed promoted while running and the
+	// newest timeline seen.
+	last lastLeader
 
 	// promoted is the leader whose own /patroni confirmed it runs out of
 	// recovery; "" until then and whenever there is no single leader.
@@ -157,11 +166,11 @@ func (c *cluster) loop(ctx context.Context, r *watchRun) {
 				stopRecheck()
 				continue
 			}
-			ok, pending := c.confirm(ctx, r, top)
-			if ok {
-				c.apply(r, top, true)
+			v := c.confirm(ctx, r, top)
+			if v.ok {
+				c.apply(r, top, v)
 			}
-			setRecheck(pending)
+			setRecheck(v.pending)
 		case <-t.C():
 			c.checkStale()
 		}
@@ -181,33 +190,50 @@ func (c *cluster) latest(r *watchRun) *patroni.Topology {
 // applyConfirmed confirms top's leader and applies top; it reports whether
 // the leader is still unconfirmed and worth asking again.
 func (c *cluster) applyConfirmed(ctx context.Context, r *watchRun, top *patroni.Topology) (pending bool) {
-	ok, pending := c.confirm(ctx, r, top)
-	c.apply(r, top, ok)
-	return pending
+	v := c.confirm(ctx, r, top)
+	c.apply(r, top, v)
+	return v.pending
 }
 
-// confirm reports whether the single serving leader of top is known to run
-// out of recovery. /cluster names a member leader once it holds the leader
-// key; in a switchover that comes a few hundred milliseconds before its
-// postgres is promoted, and a write routed there fails with "cannot execute
-// INSERT in a read-only transaction". So a leader is trusted only after its
-// own GET /patroni says role master/primary (Patroni derives that role from
+// leaderVerdict is what confirm found out about a topology's single leader.
+type leaderVerdict struct {
+	ok bool // the write port may open
+	// live names the leader when ok rests on its postgres's own word while
+	// /cluster does not show it running yet (liveleader.go).
+	live    string
+	pending bool // a leader exists, unconfirmed, worth asking again
+}
+
+// confirm decides whether the single leader of top is known to run out of
+// recovery. /cluster names a member leader once it holds the leader key; in
+// a switchover that comes a few hundred milliseconds before its postgres is
+// promoted, and a write routed there fails with "cannot execute INSERT in a
+// read-only transaction". So a leader is trusted only after its own GET
+// /patroni says role master/primary (Patroni derives that role from
 // pg_is_in_recovery() on each request); the answer is remembered until the
-// leader changes. A member without api_url cannot be asked and is trusted.
-// pending is true while a single leader exists but is not confirmed.
-func (c *cluster) confirm(ctx context.Context, r *watchRun, top *patroni.Topology) (ok, pending bool) {
+// leader changes or leaves running. A member without api_url cannot be
+// asked and is trusted. A leader restarting in place is judged by
+// confirmLive.
+func (c *cluster) confirm(ctx context.Context, r *watchRun, top *patroni.Topology) leaderVerdict {
 	leaders := top.Cluster.Leaders()
 	c.mu.Lock()
+	c.last.timeline = max(c.last.timeline, maxTimeline(top.Cluster))
 	if len(leaders) != 1 || !leaders[0].Serving() {
 		c.promoted = ""
+		last := c.last
 		c.mu.Unlock()
-		return false, false
+		if len(leaders) == 1 && mayAskLive(leaders[0], last) {
+			return c.confirmLive(ctx, r, leaders[0], last)
+		}
+		c.setLiveKey("")
+		return leaderVerdict{}
 	}
 	l := leaders[0]
+	c.liveKey = ""
 	known := c.promoted == l.Name
 	c.mu.Unlock()
 	if known || l.APIURL == "" {
-		return true, false
+		return leaderVerdict{ok: true}
 	}
 	st, err := r.client.FetchMemberStatus(ctx, l.APIURL)
 	result := "promoted"
@@ -223,36 +249,94 @@ func (c *cluster) confirm(ctx context.Context, r *watchRun, top *patroni.Topolog
 	defer c.mu.Unlock()
 	if result == "promoted" {
 		c.promoted = l.Name
+		c.last = lastLeader{name: l.Name, timeline: max(c.last.timeline, st.Timeline, l.Timeline)}
 		fields := []zap.Field{zap.String("cluster", c.name), zap.String("leader", l.Name)}
 		if c.doubted == l.Name {
 			fields = append(fields, zap.Duration("waited", now.Sub(c.doubtedSince)))
 		}
 		c.doubted = ""
 		c.env.log.Info("leader confirmed out of recovery by its own Patroni API; write ports open", fields...)
-		return true, false
+		return leaderVerdict{ok: true}
 	}
-	if c.doubted != l.Name {
-		c.doubted, c.doubtedSince = l.Name, now
-		c.env.log.Warn("patroni names a leader that its own API does not (yet) confirm as promoted; "+
-			"write ports refuse new connections until it does",
-			zap.String("cluster", c.name), zap.String("leader", l.Name), zap.String("role", st.Role),
-			zap.String("state", string(st.State)), zap.Error(err))
+	c.doubt(l.Name, now, st, err)
+	return leaderVerdict{pending: ctx.Err() == nil}
+}
+
+// doubt logs, once per leader, that it is not (yet) confirmed. c.mu held.
+func (c *cluster) doubt(leader string, now time.Time, st patroni.MemberStatus, err error) {
+	if c.doubted == leader {
+		return
 	}
-	return false, ctx.Err() == nil
+	c.doubted, c.doubtedSince = leader, now
+	c.env.log.Warn("patroni names a leader that its own API does not (yet) confirm as promoted; "+
+		"write ports refuse new connections until it does",
+		zap.String("cluster", c.name), zap.String("leader", leader), zap.String("role", st.Role),
+		zap.String("state", string(st.State)), zap.Error(err))
+}
+
+func (c *cluster) setLiveKey(k string) {
+	c.mu.Lock()
+	c.liveKey = k
+	c.mu.Unlock()
+}
+
+// confirmLive judges leader l, the member last confirmed promoted, which
+// /cluster shows restarting in place: ok once its own GET /primary (200:
+// it holds the leader lock in its own view) relays that its postgres
+// answered a query out of recovery (liveLeader). The answer is
+// remembered while /cluster shows l in the same state; until then the
+// leader is pending and asked again at leaderRecheck.
+func (c *cluster) confirmLive(ctx context.Context, r *watchRun, l patroni.Member, last lastLeader) leaderVerdict {
+	key := l.Name + "/" + string(l.State)
+	c.mu.Lock()
+	known := c.liveKey == key
+	c.mu.Unlock()
+	if known {
+		return leaderVerdict{ok: true, live: l.Name}
+	}
+	st, err := r.client.FetchLeaderStatus(ctx, l.APIURL)
+	result := "live_primary"
+	switch {
+	case err != nil:
+		result = "error"
+	case !liveLeader(l, last, st):
+		result = "not_live"
+	}
+	c.env.metrics.LeaderChecks.WithLabelValues(c.name, result).Inc()
+	now := c.env.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if result != "live_primary" {
+		c.liveKey = ""
+		c.doubt(l.Name, now, st, err)
+		return leaderVerdict{pending: ctx.Err() == nil}
+	}
+	c.liveKey = key
+	c.last.timeline = max(c.last.timeline, st.Timeline)
+	fields := []zap.Field{zap.String("cluster", c.name), zap.String("leader", l.Name),
+		zap.String("cluster_state", string(l.State)), zap.String("patroni_state", string(st.State)), zap.Int("timeline", st.Timeline)}
+	if c.doubted == l.Name {
+		fields = append(fields, zap.Duration("waited", now.Sub(c.doubtedSince)))
+	}
+	c.doubted = ""
+	c.env.log.Info("leader restarting in place: its postgres answers out of recovery (own Patroni API) "+
+		"before /cluster says running; write ports open", fields...)
+	return leaderVerdict{ok: true, live: l.Name}
 }
 
 // apply installs top (from run r) on every port, unless r is no longer the
 // cluster's watcher or a newer topology of r has been applied already.
-// leaderOK says whether top's single leader is confirmed promoted.
-func (c *cluster) apply(r *watchRun, top *patroni.Topology, leaderOK bool) {
+// v says whether top's single leader is confirmed promoted.
+func (c *cluster) apply(r *watchRun, top *patroni.Topology, v leaderVerdict) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r != c.run || top.Seq < c.appliedSeq {
 		return
 	}
-	c.current, c.appliedSeq, c.leaderOK = top, top.Seq, leaderOK
+	c.current, c.appliedSeq, c.leaderOK, c.live = top, top.Seq, v.ok, v.live
+	routed := effectiveCluster(top.Cluster, v.live)
 	for _, p := range c.ports {
-		p.applyPlan(NewPlan(top.Cluster, p.getSpec(), leaderOK), top.FetchedAt)
+		p.applyPlan(NewPlan(routed, p.getSpec(), v.ok), top.FetchedAt)
 	}
 	m := c.env.metrics
 	m.Updates.WithLabelValues(c.name).Inc()
@@ -278,7 +362,7 @@ func (c *cluster) attach(name string, p *port) {
 	}
 	c.ports[name] = p
 	if c.current != nil {
-		p.applyPlan(NewPlan(c.current.Cluster, p.getSpec(), c.leaderOK), c.current.FetchedAt)
+		p.applyPlan(NewPlan(effectiveCluster(c.current.Cluster, c.live), p.getSpec(), c.leaderOK), c.current.FetchedAt)
 	}
 }
 

@@ -19,6 +19,10 @@
 // Bytes are copied with io.Copy between *net.TCPConn (splice on Linux), both
 // directions awaited, EOF passed on as a half-close.
 //
+// A leader restarting in place (same member, leader key kept) is confirmed
+// before /cluster says running once its own /patroni relays a live query
+// out of recovery on a timeline not older than seen (liveleader.go).
+//
 // Convergence on the proxy's own evidence: a failed connect to the
 // leader's backend, or a connection to it whose server side ends first
 // (PostgreSQL closing sessions as it demotes), is a Trigger. The cluster then

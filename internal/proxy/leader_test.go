@@ -15,11 +15,15 @@ import (
 )
 
 // memberAPI is a fake of one member's own Patroni REST API: GET /patroni
-// answers with the role it is set to; down makes it answer 503.
+// and /primary answer with the role it is set to (state running), or with
+// body when set; down makes both answer 503, notLeader /primary (the member
+// does not hold the leader lock in its own view).
 type memberAPI struct {
-	srv  *httptest.Server
-	role atomic.Value // string
-	down atomic.Bool
+	srv       *httptest.Server
+	role      atomic.Value // string
+	body      atomic.Value // string; "" = {"state":"running","role":<role>}
+	down      atomic.Bool
+	notLeader atomic.Bool
 }
 
 func newMemberAPI(t *testing.T, role string) *memberAPI {
@@ -27,8 +31,13 @@ func newMemberAPI(t *testing.T, role string) *memberAPI {
 	m := &memberAPI{}
 	m.role.Store(role)
 	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/patroni" || m.down.Load() {
+		if (r.URL.Path != "/patroni" && r.URL.Path != "/primary") || m.down.Load() ||
+			(r.URL.Path == "/primary" && m.notLeader.Load()) {
 			http.Error(w, "no", http.StatusServiceUnavailable)
+			return
+		}
+		if b, _ := m.body.Load().(string); b != "" {
+			_, _ = w.Write([]byte(b))
 			return
 		}
 		_, _ = w.Write([]byte(`{"state":"running","role":"` + m.role.Load().(string) + `"}`))

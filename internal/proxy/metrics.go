@@ -53,7 +53,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		PatroniErrors:     cv("patroni_request_errors_total", "Failed GET /cluster requests per Patroni URL.", "cluster", "url"),
 		Members:           gv("members", "Members in the last topology, by Patroni role and state.", "cluster", "role", "state"),
 		Leaders:           gv("leaders", "Members with role leader in the last topology (1 is the only healthy value).", "cluster"),
-		LeaderChecks:      cv("leader_checks_total", "Asks to a new leader's own /patroni whether it left recovery, by result (promoted, in_recovery, error).", "cluster", "result"),
+		LeaderChecks:      cv("leader_checks_total", "Asks to a leader's own /patroni whether it runs out of recovery, by result (promoted, in_recovery, error; for a leader restarting in place: live_primary, not_live).", "cluster", "result"),
 		Suspicions:        cv("leader_suspicions_total", "Evidence from the proxy's own traffic that the leader may have changed, by trigger (connect_failed, server_closed).", "cluster", "trigger"),
 		FastRefreshes:     cv("fast_refreshes_total", "Extra GET /cluster made because of that evidence (at most one per 250 ms per cluster).", "cluster"),
 		FastPolling:       gv("fast_polling", "1 while the cluster is re-polled fast after such evidence, until its topology is stable.", "cluster"),
