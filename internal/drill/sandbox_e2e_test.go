@@ -31,7 +31,7 @@ import (
 // DRILL_RUNS (runs per stack of the switchover, default 5),
 // DRILL_UNPLANNED_RUNS (runs per stack of each unplanned case, default 2),
 // DRILL_SCENARIOS (comma list, run in that order; default all), DRILL_VALIDATE (libpq or show),
-// DRILL_DOORMAN_FALLBACK=1 (pg_doorman's Patroni fallback on), DRILL_SYNC=1
+// DRILL_HOLD=<duration> (the write port's hold_timeout), DRILL_DOORMAN_FALLBACK=1 (pg_doorman's Patroni fallback on), DRILL_SYNC=1
 // (Patroni synchronous_mode on for each run; up.sh turns it off again), DRILL_OUT (JSON lines of the
 // results, default /tmp/doorman-drill-results.jsonl), DRILL_REPORTS (folder
 // of every run's full report, default /tmp/doorman-drill-reports).
@@ -85,6 +85,7 @@ type result struct {
 	Validate         string          `json:"validate"`
 	Sync             bool            `json:"synchronous_mode"`
 	Fallback         bool            `json:"doorman_fallback"`
+	Hold             string          `json:"proxy_hold_timeout,omitempty"`
 	Load1            string          `json:"loadavg_1m"`
 }
 
@@ -232,7 +233,7 @@ func runOnce(t *testing.T, sbx *patronisbx.Sandbox, sc scenario, stack, dsn stri
 		Events: rep.Summary.Events, Acked: rep.Summary.Outcomes[drill.Acknowledged], Rejected: rep.Summary.Outcomes[drill.Rejected],
 		Unknown: rep.Summary.Outcomes[drill.Unknown], UnknownCommitted: rc.UnknownCommitted, AckMissing: rc.AckMissing,
 		Violations: rc.Violations(), Failures: rep.Summary.Failures, Validate: validateMode(),
-		Fallback: os.Getenv("DRILL_DOORMAN_FALLBACK") == "1", Sync: os.Getenv("DRILL_SYNC") == "1", Load1: strings.Fields(string(load))[0]}
+		Fallback: os.Getenv("DRILL_DOORMAN_FALLBACK") == "1", Sync: os.Getenv("DRILL_SYNC") == "1", Hold: os.Getenv("DRILL_HOLD"), Load1: strings.Fields(string(load))[0]}
 	if np := rep.Summary.NewPrimary; assert.NotNil(t, np, "writes resumed on a new postmaster within %s: %+v", sc.duration, rep.Summary.Servers) {
 		r.From, r.To, r.FirstAckS = np.From, np.To, (np.FirstOnNew - actionAt).Seconds()
 	}
@@ -330,7 +331,7 @@ func startProxy(t *testing.T, sbx *patronisbx.Sandbox, reg *prometheus.Registry)
 		ConnectTimeout: proxyconfig.DefaultConnectTimeout, PatroniTimeout: proxyconfig.DefaultPatroniTimeout,
 		MaxTopologyAge: max(proxyconfig.MinMaxTopologyAge, 3*proxyconfig.DefaultClusterUpdateInterval), ShutdownTimeout: time.Second,
 		Clusters: map[string]proxyconfig.Cluster{"sbx": {Hosts: sbx.APIURLs(), Ports: map[string]proxyconfig.Port{
-			"master": {Listen: "127.0.0.1:0", Roles: []proxyconfig.Role{proxyconfig.RoleLeader}, HostPort: doormanPort},
+			"master": {Listen: "127.0.0.1:0", Roles: []proxyconfig.Role{proxyconfig.RoleLeader}, HostPort: doormanPort, HoldTimeout: drillHold(t)},
 		}}},
 	}
 	p := proxy.New(cfg, proxy.Options{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Registry: reg})
@@ -338,6 +339,18 @@ func startProxy(t *testing.T, sbx *patronisbx.Sandbox, reg *prometheus.Registry)
 	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
 	require.NoError(t, p.Refresh(context.Background()))
 	return p.PortAddr("sbx", "master").(*net.TCPAddr).Port
+}
+
+// drillHold is DRILL_HOLD, the master port's hold_timeout (default 0, the
+// proxy's default: refuse at once).
+func drillHold(t *testing.T) time.Duration {
+	v := os.Getenv("DRILL_HOLD")
+	if v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	require.NoError(t, err, "DRILL_HOLD")
+	return d
 }
 
 // leaderChecks is patroni_proxy_leader_checks_total by result, e.g.

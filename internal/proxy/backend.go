@@ -38,6 +38,27 @@ type portState struct {
 	fetchedAt time.Time // of the topology applied; zero before the first
 	next      int       // rotates the start among equally loaded backends
 	closed    bool
+	// changed is closed, and replaced, whenever a topology is applied or
+	// the port closes: held connections wait on it (a broadcast epoch).
+	changed chan struct{}
+}
+
+// changes returns the channel closed at the next topology or close.
+func (s *portState) changes() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return s.changed
+}
+
+// broadcastLocked wakes the held connections.
+func (s *portState) broadcastLocked() {
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 }
 
 // pick chooses the eligible backend with the fewest active connections,
@@ -142,6 +163,7 @@ func (s *portState) apply(plan Plan, fetchedAt time.Time) (cuts []cutNote, prevR
 		s.eligible = append(s.eligible, b)
 	}
 	s.refuse, s.fetchedAt = plan.Refuse, fetchedAt
+	s.broadcastLocked()
 	return cuts, prevRefuse
 }
 
@@ -151,6 +173,7 @@ func (s *portState) cutAll(reason Reason) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
+	s.broadcastLocked()
 	for addr, b := range s.backends {
 		b.reason = reason
 		close(b.cut)

@@ -8,8 +8,10 @@
 // max_lag_in_bytes or with unknown lag when a limit is set), which keep their
 // connections, and whether the port refuses new ones. A port listing
 // "leader" opens only while exactly one leader exists and serves (seed 004):
-// with none or two, new connections are refused at once; existing ones stay
-// unless their own backend lost the role, left running/streaming, went over
+// with none or two, new connections are refused (at once, or after the
+// port's hold_timeout if no topology routes them first: port.hold, woken
+// by portState's changed epoch); existing ones stay unless their own
+// backend lost the role, left running/streaming, went over
 // the lag limit or vanished. Each backend owns a cut channel (a broadcast
 // epoch): closing it ends exactly its connections.
 //

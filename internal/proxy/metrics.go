@@ -10,6 +10,8 @@ type Metrics struct {
 	Connections       *prometheus.GaugeVec   // cluster, port, backend
 	ConnectionsTotal  *prometheus.CounterVec // cluster, port, backend
 	Refused           *prometheus.CounterVec // cluster, port, reason
+	Held              *prometheus.CounterVec // cluster, port, result
+	Holding           *prometheus.GaugeVec   // cluster, port
 	ConnectErrors     *prometheus.CounterVec // cluster, port, backend
 	Cut               *prometheus.CounterVec // cluster, port, reason
 	PortOpen          *prometheus.GaugeVec   // cluster, port
@@ -45,6 +47,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Connections:       gv("connections", "Open client connections per port and backend (host:port).", "cluster", "port", "backend"),
 		ConnectionsTotal:  cv("connections_total", "Client connections forwarded per port and backend.", "cluster", "port", "backend"),
 		Refused:           cv("refused_connections_total", "Client connections refused, by reason.", "cluster", "port", "reason"),
+		Held:              cv("held_connections_total", "New connections held by hold_timeout while the port could not route them, by result (routed, refused: the timeout passed).", "cluster", "port", "result"),
+		Holding:           gv("holding_connections", "New connections held now, waiting for a topology that routes them.", "cluster", "port"),
 		ConnectErrors:     cv("backend_connect_errors_total", "Failed connects to a backend (the next backend is tried).", "cluster", "port", "backend"),
 		Cut:               cv("cut_connections_total", "Connections closed by the proxy because their backend stopped qualifying, by reason.", "cluster", "port", "reason"),
 		PortOpen:          gv("port_open", "1 while the port accepts new connections, 0 while it refuses them.", "cluster", "port"),

@@ -73,6 +73,36 @@ func (p *port) serve() {
 	}
 }
 
+// holdable reports whether a refusal may clear with the next topology: the
+// port waits for a leader or a backend, not for its own shutdown.
+func holdable(r Reason) bool {
+	switch r {
+	case ReasonNoTopology, ReasonStaleTopology, ReasonNoLeader, ReasonMultipleLeaders, ReasonLeaderInRecovery, ReasonNoBackends:
+		return true
+	}
+	return false
+}
+
+// hold waits for the next topology of the port until deadline; it reports
+// false when the deadline passed or the port is closing. The client's
+// bytes (its startup packet) wait in the socket; nothing is read or sent.
+func (p *port) hold(deadline time.Time) bool {
+	wait := time.Until(deadline)
+	if wait <= 0 {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-p.state.changes():
+		return true
+	case <-t.C:
+		return false
+	case <-p.stop:
+		return false
+	}
+}
+
 // handle routes one client: least-connections pick, dial with a timeout,
 // on failure the next backend, then forward until the end or a cut.
 func (p *port) handle(client *net.TCPConn) {
@@ -80,15 +110,37 @@ func (p *port) handle(client *net.TCPConn) {
 	spec := p.getSpec()
 	m := p.env.metrics
 	var tried map[string]bool
+	// A connection the port cannot route yet may be held (hold_timeout)
+	// until a topology routes it; endHold counts how that ended.
+	var holdUntil time.Time
+	held := false
+	endHold := func(result string) {
+		if held {
+			held = false
+			m.Holding.WithLabelValues(spec.Cluster, spec.Name).Dec()
+			m.Held.WithLabelValues(spec.Cluster, spec.Name, result).Inc()
+		}
+	}
 	for {
 		b, reason := p.state.pick(p.env.clock.Now(), p.env.maxAge(), tried)
+		if b == nil && tried == nil && holdable(reason) && spec.HoldTimeout > 0 {
+			if !held {
+				held, holdUntil = true, time.Now().Add(spec.HoldTimeout)
+				m.Holding.WithLabelValues(spec.Cluster, spec.Name).Inc()
+			}
+			if p.hold(holdUntil) {
+				continue
+			}
+		}
 		if b == nil {
+			endHold("refused")
 			// Count before closing: whoever sees the close sees the count.
 			m.Refused.WithLabelValues(spec.Cluster, spec.Name, string(reason)).Inc()
 			p.logRefused(spec, reason, client.RemoteAddr())
 			_ = client.Close()
 			return
 		}
+		endHold("routed")
 		server, err := p.dial(b.addr)
 		if err == nil {
 			select {

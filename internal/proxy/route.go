@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"time"
+
 	"net"
 	"slices"
 	"strconv"
@@ -41,13 +43,14 @@ type PortSpec struct {
 	Roles         []proxyconfig.Role
 	HostPort      int   // 0: the member's own port
 	MaxLag        int64 // 0: no limit
+	HoldTimeout   time.Duration
 }
 
 // SpecFromConfig builds the PortSpec of port name of cluster.
 func SpecFromConfig(cluster, name string, p proxyconfig.Port) PortSpec {
 	return PortSpec{
 		Cluster: cluster, Name: name, Listen: p.Listen,
-		Roles: slices.Clone(p.Roles), HostPort: p.HostPort, MaxLag: p.MaxLagInBytes,
+		Roles: slices.Clone(p.Roles), HostPort: p.HostPort, MaxLag: p.MaxLagInBytes, HoldTimeout: p.HoldTimeout,
 	}
 }
 

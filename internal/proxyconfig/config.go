@@ -72,6 +72,11 @@ type Port struct {
 	// MaxLagInBytes excludes (and disconnects) replicas lagging more; 0
 	// means no limit.
 	MaxLagInBytes int64
+	// HoldTimeout is how long a new connection the port cannot route yet
+	// (no confirmed leader, no eligible backend, stale topology) is held
+	// open, waiting for the next topology, before it is refused; 0 refuses
+	// at once. Nothing is forwarded until a backend is eligible.
+	HoldTimeout time.Duration
 }
 
 // HasRole reports whether p lists r.

@@ -47,6 +47,8 @@ func TestFullExample(t *testing.T) {
 	require.Contains(t, c.Ports, "RW")
 	require.Contains(t, c.Ports, "anyRO")
 	require.Zero(t, c.Ports["RW"].HostPort, "absent host_port means the member's own port")
+	require.Equal(t, 3*time.Second, c.Ports["RW"].HoldTimeout)
+	require.Zero(t, c.Ports["anyRO"].HoldTimeout, "absent hold_timeout refuses at once")
 	require.True(t, c.Ports["anyRO"].HasRole(proxyconfig.RoleAny))
 	require.False(t, c.Ports["anyRO"].HasRole(proxyconfig.RoleLeader))
 }

@@ -11,8 +11,9 @@
 // left out: the member's own port from /cluster is then dialled. Our
 // additions, all optional: connect_timeout, patroni_timeout,
 // max_topology_age (how long the last known topology is trusted when every
-// Patroni URL fails; new connections are refused after that) and
-// shutdown_timeout. Durations are a number of seconds or a Go duration
+// Patroni URL fails; new connections are refused after that),
+// shutdown_timeout and per port hold_timeout (how long a connection the
+// port cannot route yet waits for the next topology before it is refused). Durations are a number of seconds or a Go duration
 // string ("500ms"). Cluster and port names are map keys and keep their case.
 //
 // The package does not open files named in tls, bind sockets or talk to

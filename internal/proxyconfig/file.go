@@ -39,6 +39,7 @@ type filePort struct {
 	Roles         []string `yaml:"roles"`
 	HostPort      int      `yaml:"host_port"`
 	MaxLagInBytes int64    `yaml:"max_lag_in_bytes"`
+	HoldTimeout   Duration `yaml:"hold_timeout"`
 }
 
 // Duration reads a number of seconds (3, 0.5) or a Go duration ("500ms").
@@ -92,7 +93,7 @@ func (f *fileConfig) build() *Config {
 			c.TLS = &TLS{CACert: fc.TLS.CACert, ClientCert: fc.TLS.ClientCert, ClientKey: fc.TLS.ClientKey, SkipVerify: fc.TLS.SkipVerify}
 		}
 		for pname, fp := range fc.Ports {
-			p := Port{Listen: fp.Listen, HostPort: fp.HostPort, MaxLagInBytes: fp.MaxLagInBytes}
+			p := Port{Listen: fp.Listen, HostPort: fp.HostPort, MaxLagInBytes: fp.MaxLagInBytes, HoldTimeout: time.Duration(fp.HoldTimeout)}
 			for _, r := range fp.Roles {
 				p.Roles = append(p.Roles, Role(r))
 			}

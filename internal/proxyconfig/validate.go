@@ -113,6 +113,9 @@ func validatePort(p Port) []error {
 	if p.MaxLagInBytes < 0 {
 		errs = append(errs, fmt.Errorf("max_lag_in_bytes: must not be negative, got %d", p.MaxLagInBytes))
 	}
+	if p.HoldTimeout < 0 || p.HoldTimeout > MaxHoldTimeout {
+		errs = append(errs, fmt.Errorf("hold_timeout: must be between 0 and %s, got %s", MaxHoldTimeout, p.HoldTimeout))
+	}
 	return errs
 }
 
@@ -131,3 +134,7 @@ func checkListen(addr string) error {
 	}
 	return nil
 }
+
+// MaxHoldTimeout bounds hold_timeout: a held connection is a socket and a
+// goroutine, so the time bounds how many pile up (rate x time).
+const MaxHoldTimeout = 30 * time.Second
