@@ -129,6 +129,10 @@ func (d *Daemon) handOver(child *upgrade.Child) {
 				if st != session.StateIdle {
 					waiting++
 				}
+			case m != nil && st == session.StateLogin:
+				// Accepted just before the listeners moved: let the login
+				// finish, the client then moves (or is drained) like the others.
+				waiting++
 			case st == session.StateIdle || st == session.StateLogin:
 				// Cannot move (TLS, session mode, admin, daemon mode):
 				// at its idle point it is told to reconnect.
