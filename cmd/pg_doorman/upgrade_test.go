@@ -273,7 +273,14 @@ func TestBinaryUpgrade(t *testing.T) {
 	}
 	simple, prepared := bench("simple"), bench("prepared")
 	require.Eventually(t, func() bool { return len(r.admin(t, "SHOW CLIENTS")) >= 53 }, 20*time.Second, 50*time.Millisecond)
-	time.Sleep(time.Second) // let pgbench get going before the first upgrade
+	require.Eventually(t, func() bool { // pgbench gets going before the first upgrade
+		n := 0
+		for _, row := range r.admin(t, "SHOW STATS") {
+			k, _ := strconv.Atoi(row["total_xact_count"])
+			n += k
+		}
+		return n >= 2000
+	}, 20*time.Second, 50*time.Millisecond)
 
 	// SIGINT without a terminal is the seed's legacy upgrade signal.
 	second := r.upgrade(t, r.first.Process.Pid, syscall.SIGINT)
@@ -284,7 +291,9 @@ func TestBinaryUpgrade(t *testing.T) {
 	require.True(t, r.notify.has("READY=1"), "the first process told systemd it is ready")
 	require.Eventually(t, func() bool { return r.notify.has(fmt.Sprintf("MAINPID=%d\nREADY=1", second)) }, 5*time.Second, 10*time.Millisecond,
 		"the new process tells systemd it is the main process now")
-	time.Sleep(2 * time.Second)
+	// Every client (pgbench's 50, two pgx, psql) is on the second process
+	// before it upgrades in turn (plus this admin session).
+	require.Eventually(t, func() bool { return len(r.admin(t, "SHOW CLIENTS")) == 54 }, 20*time.Second, 50*time.Millisecond)
 	third := r.upgradeByAdmin(t)
 	require.Eventually(t, func() bool { return gone(second) }, 40*time.Second, 50*time.Millisecond, "second process did not exit")
 	// pgbench is still running: its 50 clients and the two pgx ones are

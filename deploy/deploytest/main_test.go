@@ -1,14 +1,11 @@
 package deploytest
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/doorman-go/doorman/internal/pgtest"
 )
@@ -16,23 +13,7 @@ import (
 var pg *pgtest.Cluster
 
 func TestMain(m *testing.M) {
-	c, cleanup, err := pgtest.StartMain(pgtest.Options{MaxConnections: 100})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start PostgreSQL:", err)
-		os.Exit(1)
-	}
-	pg = c
-	code := m.Run()
-	cleanup()
-	if code == 0 {
-		// pg_doorman, the fake Patroni and the prometheus process waiter
-		// are all stopped by the tests' cleanups.
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(pgtest.Main(m, pgtest.Options{MaxConnections: 100}, func(c *pgtest.Cluster) { pg = c }))
 }
 
 // deployDir is the repository's deploy/ directory.

@@ -85,6 +85,26 @@ func fieldsOf(t reflect.Type) []field {
 	return out
 }
 
+// Field is one config key of a struct type, as its `cfg` tag declares it:
+// what tools outside this package (pg_doorman generate) need to walk the
+// keys the decoder knows.
+type Field struct {
+	Key     string
+	Index   int  // struct field index
+	Seconds bool // integer seconds instead of a human duration
+	Custom  bool // decoded by the caller (sections, users, auth_query, pg_hba)
+}
+
+// Fields lists the config keys of struct type t in field order.
+func Fields(t reflect.Type) []Field {
+	fs := fieldsOf(t)
+	out := make([]Field, len(fs))
+	for i, f := range fs {
+		out[i] = Field{Key: f.key, Index: f.index, Seconds: f.seconds, Custom: f.custom}
+	}
+	return out
+}
+
 // decodeFields decodes the known keys of m into the struct dst points to and
 // reports unknown keys. Values of fields tagged "custom" are returned for the
 // caller to decode; present lists every known key found in m.

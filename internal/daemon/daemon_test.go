@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/doorman-go/doorman/internal/app/apptest"
 	"github.com/doorman-go/doorman/internal/pgtest"
@@ -28,23 +27,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	c, cleanup, err := pgtest.StartMain(pgtest.Options{MaxConnections: 300})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start PostgreSQL:", err)
-		os.Exit(1)
-	}
-	pg = c
-	code := m.Run()
-	cleanup()
-	if code == 0 {
-		// Every pg_doorman a test started is shut down by its cleanup:
-		// no session, pool or parker goroutine may outlive it.
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(pgtest.Main(m, pgtest.Options{MaxConnections: 300}, func(c *pgtest.Cluster) { pg = c }))
 }
 
 func setup(t *testing.T) {

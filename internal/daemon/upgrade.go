@@ -50,9 +50,6 @@ func (d *Daemon) RequestUpgrade() error {
 // Upgrades delivers the requests of RequestUpgrade.
 func (d *Daemon) Upgrades() <-chan struct{} { return d.upgradeReq }
 
-// Upgrading reports whether this process has handed over to a new one.
-func (d *Daemon) Upgrading() bool { return d.upgrading.Load() }
-
 // Upgrade hands over to a new process: spawn starts it with our listeners
 // (plus extra, the metrics one) and waits until it is ready; a refused
 // config or a new process that does not come up aborts the upgrade and

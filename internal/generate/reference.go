@@ -104,48 +104,21 @@ func (r refBuilder) mark(path string, n *node) *node {
 func (r refBuilder) fields(prefix string, src any) []*node {
 	v := reflect.ValueOf(src).Elem()
 	var out []*node
-	for _, f := range cfgFields(v.Type()) {
-		path := prefix + "." + f.key
-		fv := v.Field(f.index)
+	for _, f := range config.Fields(v.Type()) {
+		path := prefix + "." + f.Key
+		fv := v.Field(f.Index)
 		switch {
-		case f.custom:
+		case f.Custom:
 			build, ok := r.custom[path]
 			if !ok {
 				panic("BUG: generate: no reference builder for custom key " + path)
 			}
 			out = append(out, build(path))
 		case fv.Kind() == reflect.Struct && fv.Type() != reflect.TypeFor[time.Duration]():
-			out = append(out, r.mark(path, table(f.key, r.c.key(path), r.fields(path, fv.Addr().Interface())...)))
+			out = append(out, r.mark(path, table(f.Key, r.c.key(path), r.fields(path, fv.Addr().Interface())...)))
 		default:
-			out = append(out, r.mark(path, leaf(f.key, value(fv, f), r.c.key(path))))
+			out = append(out, r.mark(path, leaf(f.Key, value(fv, f), r.c.key(path))))
 		}
-	}
-	return out
-}
-
-// cfgField is one struct field tagged `cfg:"key[,opt...]"`, read the way
-// the config package reads its own tags.
-type cfgField struct {
-	key     string
-	index   int
-	seconds bool
-	custom  bool
-}
-
-func cfgFields(t reflect.Type) []cfgField {
-	var out []cfgField
-	for i := range t.NumField() {
-		tag := t.Field(i).Tag.Get("cfg")
-		if tag == "" || tag == "-" {
-			continue
-		}
-		parts := strings.Split(tag, ",")
-		f := cfgField{key: parts[0], index: i}
-		for _, opt := range parts[1:] {
-			f.seconds = f.seconds || opt == "seconds"
-			f.custom = f.custom || opt == "custom"
-		}
-		out = append(out, f)
 	}
 	return out
 }
@@ -153,11 +126,11 @@ func cfgFields(t reflect.Type) []cfgField {
 // value renders a field the way the config file spells it: durations as
 // "5s"/"10m" (integer seconds for the seconds-valued TCP keys), sizes as
 // "1MB", lists as lists.
-func value(fv reflect.Value, f cfgField) any {
+func value(fv reflect.Value, f config.Field) any {
 	switch {
 	case fv.Type() == reflect.TypeFor[time.Duration]():
 		d := time.Duration(fv.Int())
-		if f.seconds {
+		if f.Seconds {
 			return int64(d / time.Second)
 		}
 		return durationString(d)
@@ -172,7 +145,7 @@ func value(fv reflect.Value, f cfgField) any {
 	case fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.String:
 		return append([]string{}, fv.Interface().([]string)...)
 	}
-	panic(fmt.Sprintf("BUG: generate: config key %s has unsupported type %s", f.key, fv.Type()))
+	panic(fmt.Sprintf("BUG: generate: config key %s has unsupported type %s", f.Key, fv.Type()))
 }
 
 // durationString is d in the largest unit that divides it; 0 stays the

@@ -24,16 +24,16 @@ func configKeys() []string {
 	var keys []string
 	var walk func(prefix string, t reflect.Type)
 	walk = func(prefix string, t reflect.Type) {
-		for _, f := range cfgFields(t) {
-			path := prefix + "." + f.key
+		for _, f := range config.Fields(t) {
+			path := prefix + "." + f.Key
 			keys = append(keys, path)
-			ft := t.Field(f.index).Type
+			ft := t.Field(f.Index).Type
 			switch {
 			case path == "pools.auth_query":
 				walk(path, reflect.TypeFor[config.AuthQuery]())
 			case path == "pools.users":
 				walk(path, reflect.TypeFor[config.User]())
-			case ft.Kind() == reflect.Struct && ft != reflect.TypeFor[time.Duration]() && !f.custom:
+			case ft.Kind() == reflect.Struct && ft != reflect.TypeFor[time.Duration]() && !f.Custom:
 				walk(path, ft)
 			}
 		}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // setupTimeout bounds creating and starting one cluster.
@@ -73,6 +75,29 @@ func StartMain(opts Options) (*Cluster, func(), error) {
 			fmt.Fprintf(os.Stderr, "pgtest: cleanup %s: %v\n", c.Dir, err)
 		}
 	}, nil
+}
+
+// Main is a TestMain body for a package whose tests share one cluster
+// and start goroutines (pg_doorman instances): it starts the cluster, hands
+// it to use, runs the tests, removes the cluster and, when they passed,
+// fails the run if a goroutine outlived them (goleak: every test stops
+// what it started in its cleanup). It returns the exit code for os.Exit.
+func Main(m *testing.M, opts Options, use func(*Cluster)) int {
+	c, cleanup, err := StartMain(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start PostgreSQL:", err)
+		return 1
+	}
+	use(c)
+	code := m.Run()
+	cleanup()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	return code
 }
 
 // newCluster makes the directories, fills the data directory from the

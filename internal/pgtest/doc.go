@@ -1,6 +1,7 @@
 // Package pgtest starts throwaway PostgreSQL clusters for integration tests.
 //
-// Start (or StartMain, for a cluster shared by a package's TestMain) gives a
+// Start (or StartMain, for a cluster shared by a package's TestMain; Main also
+// runs the tests and checks for leaked goroutines) gives a
 // running Cluster built from the installed server binaries (PostgreSQL 15 is
 // preferred; PGTEST_BINDIR overrides the search). Each cluster has its own
 // data directory, unix socket directory, 127.0.0.1 port and log file, runs

@@ -59,12 +59,7 @@ var errMigrated = errors.New("client migrated to the new process")
 // TLS (the TLS state cannot cross processes), session mode (it holds a
 // server connection); those are drained instead.
 func (s *Session) Migrate(m Migrator) bool {
-	switch s.State() { // an atomic: login has finished writing s.pool when it reads idle/active
-	case StateIdle, StateActive, StateWaiting:
-	default:
-		return false
-	}
-	if s.Admin || s.tlsInfo != "" || s.pool == nil || s.pool.Settings().Mode() != "transaction" {
+	if !s.CanMigrate() {
 		return false
 	}
 	s.mu.Lock()
@@ -87,7 +82,7 @@ func (s *Session) Migrate(m Migrator) bool {
 // CanMigrate reports whether Migrate would take the session (the daemon
 // drains the others).
 func (s *Session) CanMigrate() bool {
-	switch s.State() {
+	switch s.State() { // an atomic: login has finished writing s.pool when it reads idle/active
 	case StateIdle, StateActive, StateWaiting:
 	default:
 		return false
