@@ -264,10 +264,12 @@ func (s *Session) end(err error) {
 		return
 	}
 	if s.counted {
-		s.pool.Stats.Clients.Add(-1)
+		// The line is written before the count drops, so that whoever
+		// sees the pool's client count fall can rely on it being logged.
 		if s.general().LogClientDisconnections && !errors.Is(err, errMigrated) {
 			s.logger().Info("client disconnected", zap.Stringer("addr", s.RemoteAddr), zap.Duration("session_time", time.Since(s.ConnectedAt)))
 		}
+		s.pool.Stats.Clients.Add(-1)
 	}
 	if s.registered {
 		s.env.Clients.remove(s)
