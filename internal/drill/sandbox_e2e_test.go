@@ -31,7 +31,8 @@ import (
 // DRILL_RUNS (runs per stack of the switchover, default 5),
 // DRILL_UNPLANNED_RUNS (runs per stack of each unplanned case, default 2),
 // DRILL_SCENARIOS (comma list, run in that order; default all), DRILL_VALIDATE (libpq or show),
-// DRILL_HOLD=<duration> (the write port's hold_timeout), DRILL_DOORMAN_FALLBACK=1 (pg_doorman's Patroni fallback on), DRILL_SYNC=1
+// DRILL_HOLD=<duration> (the write port's hold_timeout), DRILL_LOGIN_RETRY=<duration> (pg_doorman's
+// server_login_retry), DRILL_DOORMAN_FALLBACK=1 (pg_doorman's Patroni fallback on), DRILL_SYNC=1
 // (Patroni synchronous_mode on for each run; up.sh turns it off again), DRILL_OUT (JSON lines of the
 // results, default /tmp/doorman-drill-results.jsonl), DRILL_REPORTS (folder
 // of every run's full report, default /tmp/doorman-drill-reports).
@@ -86,6 +87,7 @@ type result struct {
 	Sync             bool            `json:"synchronous_mode"`
 	Fallback         bool            `json:"doorman_fallback"`
 	Hold             string          `json:"proxy_hold_timeout,omitempty"`
+	LoginRetry       string          `json:"doorman_server_login_retry,omitempty"`
 	Load1            string          `json:"loadavg_1m"`
 }
 
@@ -233,7 +235,7 @@ func runOnce(t *testing.T, sbx *patronisbx.Sandbox, sc scenario, stack, dsn stri
 		Events: rep.Summary.Events, Acked: rep.Summary.Outcomes[drill.Acknowledged], Rejected: rep.Summary.Outcomes[drill.Rejected],
 		Unknown: rep.Summary.Outcomes[drill.Unknown], UnknownCommitted: rc.UnknownCommitted, AckMissing: rc.AckMissing,
 		Violations: rc.Violations(), Failures: rep.Summary.Failures, Validate: validateMode(),
-		Fallback: os.Getenv("DRILL_DOORMAN_FALLBACK") == "1", Sync: os.Getenv("DRILL_SYNC") == "1", Hold: os.Getenv("DRILL_HOLD"), Load1: strings.Fields(string(load))[0]}
+		Fallback: os.Getenv("DRILL_DOORMAN_FALLBACK") == "1", Sync: os.Getenv("DRILL_SYNC") == "1", Hold: os.Getenv("DRILL_HOLD"), LoginRetry: os.Getenv("DRILL_LOGIN_RETRY"), Load1: strings.Fields(string(load))[0]}
 	if np := rep.Summary.NewPrimary; assert.NotNil(t, np, "writes resumed on a new postmaster within %s: %+v", sc.duration, rep.Summary.Servers) {
 		r.From, r.To, r.FirstAckS = np.From, np.To, (np.FirstOnNew - actionAt).Seconds()
 	}
@@ -301,6 +303,15 @@ func fallbackConf(sbx *patronisbx.Sandbox) string {
   fallback_connect_timeout: 1s`, strings.Join(sbx.APIURLs(), `", "`))
 }
 
+// loginRetryConf is pg_doorman's server_login_retry from DRILL_LOGIN_RETRY
+// (default off, as pg_doorman's default).
+func loginRetryConf() string {
+	if v := os.Getenv("DRILL_LOGIN_RETRY"); v != "" {
+		return "\n  server_login_retry: " + v
+	}
+	return ""
+}
+
 func startDoorman(t *testing.T, sbx *patronisbx.Sandbox, node patronisbx.Node, verifier string) *apptest.Instance {
 	t.Helper()
 	return apptest.Start(t, fmt.Sprintf(`general:
@@ -309,7 +320,7 @@ func startDoorman(t *testing.T, sbx *patronisbx.Sandbox, node patronisbx.Node, v
   unix_socket_dir: "{{DIR}}"
   admin_username: admin
   admin_password: admin-secret
-  query_wait_timeout: 10s%s
+  query_wait_timeout: 10s%s%s
 pools:
   app:
     server_host: "%s"
@@ -318,7 +329,7 @@ pools:
       - username: app
         password: '%s'
         pool_size: 8
-`, node.Host, doormanPort, fallbackConf(sbx), node.SocketDir, node.Port, verifier))
+`, node.Host, doormanPort, loginRetryConf(), fallbackConf(sbx), node.SocketDir, node.Port, verifier))
 }
 
 // startProxy runs patroni_proxy with its defaults (3 s poll) and a master

@@ -21,6 +21,7 @@ type poolSnapshot struct {
 	xactTime, queryTime            uint64 // µs
 	waitTime, waitCount            uint64 // µs, count
 	waitTimeouts, connectErrors    uint64
+	connectRetries                 uint64
 	clients, active, waiting       int64
 
 	prepared      [6]uint64 // hit, miss, injected, client_eviction, server_eviction, cache_eviction
@@ -38,7 +39,7 @@ func snapshot(p *pooler.Pool) *poolSnapshot {
 		received: st.BytesReceived.Load(), sent: st.BytesSent.Load(),
 		xactTime: st.XactTime.Load(), queryTime: st.QueryTime.Load(),
 		waitTime: st.WaitTime.Load(), waitCount: st.WaitCount.Load(),
-		waitTimeouts: st.WaitTimeouts.Load(), connectErrors: st.ConnectErrors.Load(),
+		waitTimeouts: st.WaitTimeouts.Load(), connectErrors: st.ConnectErrors.Load(), connectRetries: st.ConnectRetries.Load(),
 		clients: st.Clients.Load(), active: st.ClientsActive.Load(), waiting: st.ClientsWaiting.Load(),
 	}
 	if set := p.Settings(); set != nil && set.User != nil {
@@ -118,6 +119,8 @@ var (
 		"Clients of a pool that gave up after query_wait_timeout without a server connection.")
 	connectErrorsDesc = poolDesc("pg_doorman_server_connect_errors_total",
 		"Failed attempts of a pool to open a server connection (connect, TLS or authentication to PostgreSQL).")
+	connectRetriesDesc = poolDesc("pg_doorman_server_connect_retries_total",
+		"Server connects of a pool tried again after server_login_retry, because the last one failed in a way a server coming back would cure (refused, reset, starting up or shutting down) while a client waited.")
 	scalingDesc = poolDesc("pg_doorman_pool_scaling",
 		"Pool pressure gauges of a pool: inflight_creates (backend connects in flight, bounded by scaling_max_parallel_creates).", "type")
 	scalingTotalDesc = poolDesc("pg_doorman_pool_scaling_total",
@@ -180,6 +183,7 @@ func allPoolSeries() []poolSeries {
 		gauge(maxWaitDesc, "", func(s *poolSnapshot) float64 { return s.conns.MaxWait.Seconds() }),
 		counter(waitTimeoutsDesc, "", func(s *poolSnapshot) float64 { return float64(s.waitTimeouts) }),
 		counter(connectErrorsDesc, "", func(s *poolSnapshot) float64 { return float64(s.connectErrors) }),
+		counter(connectRetriesDesc, "", func(s *poolSnapshot) float64 { return float64(s.connectRetries) }),
 		counter(serverEventsDesc, "created", func(s *poolSnapshot) float64 { return float64(s.conns.Created) }),
 		counter(serverEventsDesc, "closed", func(s *poolSnapshot) float64 { return float64(s.conns.Closed) }),
 		counter(serverEventsDesc, "check_failed", func(s *poolSnapshot) float64 { return float64(s.conns.CheckFailures) }),

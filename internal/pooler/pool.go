@@ -315,17 +315,62 @@ func (p *Pool) connect(ctx context.Context) (*backend.Conn, error) {
 		return nil, err
 	}
 	c, err := p.dial(ctx, s, o)
-	if err != nil {
+	for err != nil {
 		p.Stats.ConnectErrors.Add(1)
 		p.logTLSFailure(err)
 		p.ExpireServerParams() // the server is away: its role may change
-		return nil, err
+		if !p.waitToRetry(ctx, s.General.ServerLoginRetry, err) {
+			return nil, err
+		}
+		p.Stats.ConnectRetries.Add(1)
+		c, err = p.dial(ctx, s, o)
 	}
 	c.Prepared = prepared.NewServerSet(s.General.PreparedStatementsCacheSize)
 	p.mu.Lock()
 	p.serverParams, p.serverParamsAt = copyParams(c.Params), time.Now()
 	p.mu.Unlock()
 	return c, nil
+}
+
+// waitToRetry waits retry (server_login_retry) after a failed connect
+// and reports whether to try again: only when the setting is on, the
+// failure is one a server coming back cures (see retryableConnect), and
+// the caller's deadline (query_wait_timeout) leaves room for the wait;
+// otherwise the caller gets this failure at once.
+func (p *Pool) waitToRetry(ctx context.Context, retry time.Duration, err error) bool {
+	if retry <= 0 || ctx.Err() != nil || !retryableConnect(err) {
+		return false
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < retry {
+		return false
+	}
+	t := time.NewTimer(retry)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// retryableConnect: a server that refused or dropped the connection, or
+// said it is starting up or shutting down (57P01-57P03), may be back in a
+// moment, as when PostgreSQL restarts in place. A refused login (28xxx),
+// a TLS failure or a missing SCRAM key stays as it is until someone
+// changes a setting.
+func retryableConnect(err error) bool {
+	var se *backend.ServerError
+	var te *backend.TLSError
+	switch {
+	case errors.As(err, &se):
+		return se.Code == "57P01" || se.Code == "57P02" || se.Code == "57P03"
+	case errors.As(err, &te), errors.Is(err, backend.ErrNoSCRAMKey):
+		return false
+	case errors.Is(err, context.Canceled):
+		return false
+	}
+	return true
 }
 
 func (p *Pool) options(s *Settings) (backend.Options, error) {

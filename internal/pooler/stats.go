@@ -16,6 +16,7 @@ type Stats struct {
 	WaitTimeouts   atomic.Uint64
 	ServerErrors   atomic.Uint64 // server connections lost under a client
 	ConnectErrors  atomic.Uint64
+	ConnectRetries atomic.Uint64 // connects tried again after server_login_retry
 	ClientsTotal   atomic.Uint64 // logins
 	ClientsActive  atomic.Int64  // logged-in clients holding or waiting for a server
 	ClientsWaiting atomic.Int64  // clients queued in Acquire

@@ -1,0 +1,166 @@
+package daemon_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+
+	"github.com/doorman-go/doorman/internal/app/apptest"
+	"github.com/doorman-go/doorman/internal/pgtest"
+)
+
+// retryRig is a private PostgreSQL with user "rt" and pg_doorman in front
+// of it with the given server_login_retry and query_wait_timeout.
+type retryRig struct {
+	pg *pgtest.Cluster
+	d  *apptest.Instance
+}
+
+func startRetryRig(t *testing.T, retry, wait string) *retryRig {
+	t.Helper()
+	pg := pgtest.Start(t, pgtest.Options{})
+	verifier := pg.CreateUser(t, "rt", "rt-secret", "scram-sha-256")
+	d := apptest.Start(t, fmt.Sprintf(`general:
+  host: 127.0.0.1
+  port: {{PORT}}
+  admin_username: admin
+  admin_password: admin-secret
+  query_wait_timeout: %s
+  server_login_retry: %s
+  server_idle_check_timeout: 0
+pools:
+  postgres:
+    server_host: 127.0.0.1
+    server_port: %d
+    pool_mode: transaction
+    users:
+      - username: rt
+        password: '%s'
+        pool_size: 4
+`, wait, retry, pg.Port, verifier))
+	return &retryRig{pg: pg, d: d}
+}
+
+// query logs in as rt and runs one statement on a fresh connection.
+func (r *retryRig) query(ctx context.Context) error {
+	c, err := pgx.Connect(ctx, r.d.DSN("rt", "rt-secret", "postgres")+" default_query_exec_mode=exec")
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	var one int
+	return c.QueryRow(ctx, "SELECT 1").Scan(&one)
+}
+
+func (r *retryRig) retries(t *testing.T) uint64 {
+	p, ok := r.d.Daemon.Pools.Lookup("postgres", "rt")
+	require.True(t, ok)
+	return p.Stats.ConnectRetries.Load()
+}
+
+func sqlState(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// TestServerLoginRetryWaitsForRestart: with server_login_retry on, a
+// client whose server is down (PostgreSQL restarting in place) waits and
+// is served once PostgreSQL accepts connections again, instead of getting
+// 08006; pg_doorman_server_connect_retries_total counts the attempts.
+func TestServerLoginRetryWaitsForRestart(t *testing.T) {
+	r := startRetryRig(t, "100ms", "20s")
+	ctx := context.Background()
+	require.NoError(t, r.query(ctx), "served while PostgreSQL is up")
+
+	r.pg.Stop(t)
+	done := make(chan error, 1)
+	go func() { done <- r.query(ctx) }()
+	// The client waits while pg_doorman retries: two retries seen means
+	// it is past the first refused connect and still waiting.
+	require.Eventually(t, func() bool { return r.retries(t) >= 2 }, 15*time.Second, 10*time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("the client did not wait for the server: %v", err)
+	default:
+	}
+	r.pg.Start(t)
+	select {
+	case err := <-done:
+		require.NoError(t, err, "served once PostgreSQL is back")
+	case <-time.After(15 * time.Second):
+		t.Fatal("the waiting client was not served within 15 s of PostgreSQL's start")
+	}
+	got, err := gatherCounter(r.d, "pg_doorman_server_connect_retries_total")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, got, 2.0)
+}
+
+// TestServerLoginRetryBounds: what a client gets when retrying cannot
+// help or is off, and how long it waits for it.
+func TestServerLoginRetryBounds(t *testing.T) {
+	t.Run("off: 08006 at once", func(t *testing.T) {
+		r := startRetryRig(t, "0", "20s")
+		ctx := context.Background()
+		require.NoError(t, r.query(ctx))
+		r.pg.Stop(t)
+		start := time.Now()
+		err := r.query(ctx)
+		require.Error(t, err)
+		require.Equal(t, "08006", sqlState(err), "%v", err)
+		require.Less(t, time.Since(start), 5*time.Second, "no wait with server_login_retry 0")
+		require.Zero(t, r.retries(t))
+	})
+	t.Run("server stays down: the connect error after query_wait_timeout", func(t *testing.T) {
+		r := startRetryRig(t, "100ms", "1s")
+		ctx := context.Background()
+		require.NoError(t, r.query(ctx))
+		r.pg.Stop(t)
+		start := time.Now()
+		err := r.query(ctx)
+		took := time.Since(start)
+		require.Error(t, err)
+		require.Equal(t, "08006", sqlState(err), "the connect error, not query_wait_timeout: %v", err)
+		require.GreaterOrEqual(t, took, 800*time.Millisecond, "waited for the server")
+		require.Less(t, took, 5*time.Second, "no longer than query_wait_timeout and a connect")
+		require.NotZero(t, r.retries(t))
+	})
+	t.Run("refused login: no retry", func(t *testing.T) {
+		r := startRetryRig(t, "100ms", "20s")
+		ctx := context.Background()
+		// The server no longer accepts the keys of the configured
+		// verifier: a setting must change, waiting does not help.
+		r.pg.Exec(t, "ALTER ROLE rt PASSWORD 'changed-in-postgres'")
+		start := time.Now()
+		err := r.query(ctx)
+		require.Error(t, err)
+		require.Equal(t, "28P01", sqlState(err), "%v", err)
+		require.Less(t, time.Since(start), 5*time.Second)
+		require.Zero(t, r.retries(t))
+	})
+}
+
+// gatherCounter sums the samples of the counter family name.
+func gatherCounter(d *apptest.Instance, name string) (float64, error) {
+	families, err := d.Metrics.Registry().Gather()
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	for _, mf := range families {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum, nil
+}
