@@ -21,9 +21,8 @@ type Conn struct {
 	// Like a net.Conn, a Conn may be written (and read) by several
 	// goroutines at once, e.g. the Terminate of a Close while a session
 	// still flushes: each direction's scratch is used under its mutex.
-	rd, wr            direction
-	rawRead, rawWrite func(func(fd uintptr) bool) error // rc's, kept so a call allocates nothing
-	readFn, writeFn   func(fd uintptr) bool
+	rd, wr          direction
+	readFn, writeFn func(fd uintptr) bool // doRead and doWrite, bound once so a call allocates nothing
 }
 
 // direction is the scratch state of one direction's calls.
@@ -34,13 +33,18 @@ type direction struct {
 	err error
 }
 
-// call runs raw (the RawConn's Read or Write) with fn over p, one call of
-// this direction at a time.
-func (d *direction) call(raw func(func(fd uintptr) bool) error, fn func(fd uintptr) bool, p []byte) (int, error) {
+// call runs the RawConn's Read (write false) or Write with fn over p, one
+// call of this direction at a time.
+func (d *direction) call(rc syscall.RawConn, write bool, fn func(fd uintptr) bool, p []byte) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.buf, d.n, d.err = p, 0, nil
-	err := raw(fn)
+	var err error
+	if write {
+		err = rc.Write(fn)
+	} else {
+		err = rc.Read(fn)
+	}
 	n, derr := d.n, d.err
 	d.buf, d.err = nil, nil
 	if err != nil {
@@ -57,7 +61,7 @@ func Wrap(nc net.Conn) *Conn {
 	case *net.TCPConn, *net.UnixConn:
 		rc, err := nc.(syscall.Conn).SyscallConn()
 		if err == nil {
-			c.rc, c.rawRead, c.rawWrite = rc, rc.Read, rc.Write
+			c.rc = rc
 		}
 	}
 	c.readFn = c.doRead
@@ -86,7 +90,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	return c.rd.call(c.rawRead, c.readFn, p)
+	return c.rd.call(c.rc, false, c.readFn, p)
 }
 
 func (c *Conn) doRead(fd uintptr) bool {
@@ -119,7 +123,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	return c.wr.call(c.rawWrite, c.writeFn, p)
+	return c.wr.call(c.rc, true, c.writeFn, p)
 }
 
 func (c *Conn) doWrite(fd uintptr) bool {

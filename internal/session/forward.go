@@ -325,15 +325,31 @@ func (s *Session) park(ctx context.Context) bool {
 		return false
 	}
 	s.parked = true
+	// The wake may already run, but resume takes mu first: until we
+	// return, the session is still ours. What a parked client keeps is
+	// only what it needs to be resumed: the Reader (its buffer is already
+	// released), a rewriter with nothing in it, and the error of the wait
+	// that ended in this park go.
+	s.crd = nil
+	s.guard.readErr = nil
+	if s.rw != nil && s.rw.blank() {
+		s.rw, s.rwParked = nil, true
+	}
 	return true
 }
 
 // resume continues a parked session in the goroutine the Parker started.
 // Whatever woke it (data, a hangup, Kill, the Parker closing), the next
-// read of the client tells.
+// read of the client tells. It gives the session back what park dropped
+// (a new rewriter is sized by the settings now in force).
 func (s *Session) resume(ctx context.Context) {
 	s.mu.Lock()
 	s.parked = false
+	s.crd = protocol.NewReader(&s.guard, 0, MaxClientMessage)
+	if s.rwParked {
+		s.rw = newRewriter(s.pool, s.User)
+		s.rwParked = false
+	}
 	s.mu.Unlock()
 	s.resumed = true
 	s.end(s.run(ctx))
@@ -400,7 +416,7 @@ func (s *Session) accountLocked(typ byte) {
 	switch typ {
 	case protocol.MsgQuery, protocol.MsgSync, protocol.MsgFunctionCall:
 		if s.pending == 0 {
-			s.queryStart = time.Now()
+			s.queryStart = time.Since(s.ConnectedAt)
 		}
 		s.pending++
 		s.partial = false

@@ -58,7 +58,7 @@ func (s *Session) enterPool(ctx context.Context, sm *protocol.StartupMessage, p 
 	s.pool = p
 	set := p.Settings()
 	if set.General.PreparedStatements && set.Mode() == "transaction" {
-		s.rw = newRewriter(p, s.User, set.General.ClientPreparedStatementsCacheSize)
+		s.rw = newRewriter(p, s.User)
 	}
 	if clientKey != nil {
 		p.SetClientKey(clientKey)

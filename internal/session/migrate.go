@@ -167,7 +167,7 @@ func (s *Session) adopt(ctx context.Context, st *MigrationState) error {
 	set := p.Settings()
 	s.tracked.fromMap(st.ClientParams)
 	if set.General.PreparedStatements && set.Mode() == "transaction" {
-		s.rw = newRewriter(p, s.User, set.General.ClientPreparedStatementsCacheSize)
+		s.rw = newRewriter(p, s.User)
 		s.rw.unnamed = st.Unnamed
 		for _, ms := range st.Statements { // oldest first: the LRU order survives
 			stmt, _ := p.Statements.Get(ms.Query, ms.ParamOIDs, ms.Context)

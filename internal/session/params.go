@@ -29,7 +29,7 @@ const (
 // happens after the last reply to those SETs.
 type paramSync struct {
 	due     [len(syncedParams)]uint8 // syncedParams index of each injected Query, in order
-	n, head int                      // due[head:n] are still to be answered
+	n, head uint8                    // due[head:n] are still to be answered
 	failed  uint8                    // bits of parameters whose SET failed: not retried in this session
 	err     *protocol.Notice         // error of the Query being answered
 }
@@ -73,7 +73,7 @@ func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error
 	*sbuf = s.prependParamSets(c.Value, *sbuf)
 	s.mu.Lock()
 	s.srv = c
-	s.xactStart = time.Now()
+	s.xactStart = time.Since(s.ConnectedAt)
 	if s.rw != nil {
 		s.rw.unnamedHere = false
 	}

@@ -54,8 +54,18 @@ type rewriter struct {
 	fakes       atomic.Int32 // fake answers queued
 }
 
-func newRewriter(p *pooler.Pool, user string, size int) *rewriter {
+// newRewriter is the rewriter of a client of p, its name cache bounded by
+// client_prepared_statements_cache_size of p's settings now.
+func newRewriter(p *pooler.Pool, user string) *rewriter {
+	size := p.Settings().General.ClientPreparedStatementsCacheSize
 	return &rewriter{names: prepared.NewClientMap(size), cache: p.Statements, stats: &p.Stats, user: user}
+}
+
+// blank reports whether r holds nothing a new rewriter would not: no
+// statement names, no unnamed statement, nothing queued. A parked client
+// drops a blank rewriter and gets a new one when it speaks again.
+func (r *rewriter) blank() bool {
+	return r.names.Len() == 0 && r.unnamed == nil && r.planSet == "" && len(r.queue) == 0 && !r.skipping && r.fakes.Load() == 0
 }
 
 // detach forgets what the attachment to a server left: the request queue

@@ -227,7 +227,7 @@ func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transa
 	if err := s.flushClient(buf); err != nil {
 		return false, &clientWriteError{err}
 	}
-	now := time.Now()
+	now := time.Since(s.ConnectedAt)
 	st := &s.pool.Stats
 	s.mu.Lock()
 	if s.pending > 0 {
@@ -235,7 +235,7 @@ func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transa
 	}
 	if s.pending == 0 {
 		st.QueryCount.Add(1)
-		qt := now.Sub(s.queryStart)
+		qt := now - s.queryStart
 		st.QueryTime.Add(uint64(qt.Microseconds()))
 		s.pool.QueryTimes.Observe(qt)
 	}
@@ -252,7 +252,7 @@ func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transa
 			_ = c.Value.NetConn().SetReadDeadline(time.Time{})
 		}
 		st.XactCount.Add(1)
-		xt := now.Sub(s.xactStart)
+		xt := now - s.xactStart
 		st.XactTime.Add(uint64(xt.Microseconds()))
 		s.pool.XactTimes.Observe(xt)
 		// Under mu, so it cannot overwrite the state of the client's next

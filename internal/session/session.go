@@ -107,21 +107,23 @@ type Session struct {
 	mu      sync.Mutex
 	srv     *pooler.Conn  // attached server connection, nil between transactions
 	srvDone chan struct{} // serverLoop's; nil while the client loop drives srv itself (or no srv)
-	driving bool          // the client loop is in pumpServer for srv (Kill aborts srv)
 	pending int           // Query/Sync/FunctionCall sent and not yet answered by ReadyForQuery
+	driving bool          // the client loop is in pumpServer for srv (Kill aborts srv)
 	partial bool          // extended-protocol messages sent after the last Sync
 	closing bool          // the client is gone: serverLoop must not release into a session
 	killed  bool
+	wake    bool // serverLoop must emit fake answers now (see rw)
 	// cancels counts cancel requests being forwarded to srv; Add only
 	// under mu while srv is attached, Wait before srv goes back to the pool.
-	cancels    sync.WaitGroup
-	xactStart  time.Time
-	queryStart time.Time
+	cancels sync.WaitGroup
+	// Since ConnectedAt (its monotonic clock): a Duration is a third of a
+	// time.Time, and every idle client keeps these.
+	xactStart  time.Duration
+	queryStart time.Duration
 
 	// Prepared statements in transaction mode (nil = pass through), under
 	// mu: the client loop writes, serverLoop reads the answers.
-	rw   *rewriter
-	wake bool // serverLoop must emit fake answers now
+	rw *rewriter
 
 	// Lifecycle, owned by whichever goroutine runs the session: Serve's,
 	// then after each park the one that resumes it.
@@ -130,6 +132,10 @@ type Session struct {
 	counted    bool   // in the pool's client count
 	parked     bool   // under mu: held by env.Parker, no goroutine
 	resumed    bool   // woken by the Parker: the next read does not wait
+	// While parked, crd is nil and a blank rw is dropped (rwParked says
+	// there was one): resume makes new ones, so that an idle client keeps
+	// neither (see park).
+	rwParked bool
 
 	// Binary upgrade: migrateTo (under mu) takes the client at its next
 	// idle point; migrating mirrors migrateTo != nil for the client loop's
