@@ -326,10 +326,10 @@ func (s *Session) park(ctx context.Context) bool {
 	}
 	s.parked = true
 	// The wake may already run, but resume takes mu first: until we
-	// return, the session is still ours. What a parked client keeps is
-	// only what it needs to be resumed: the Reader (its buffer is already
-	// released), a rewriter with nothing in it, and the error of the wait
-	// that ended in this park go.
+	// return, the session is still ours. So that a parked client keeps
+	// only what resuming needs, drop the Reader (its buffer is already
+	// released), a rewriter with nothing in it and the error of the wait
+	// that ended in this park.
 	s.crd = nil
 	s.guard.readErr = nil
 	if s.rw != nil && s.rw.blank() {
