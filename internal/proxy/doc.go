@@ -18,8 +18,10 @@
 // Proxy owns one patroni.Watcher per cluster, the listeners and the HTTP API
 // (Handler). Least-connections counters live per port and backend and survive
 // updates. A connect has connect_timeout and falls over to the next backend.
-// Bytes are copied with io.Copy between *net.TCPConn (splice on Linux), both
-// directions awaited, EOF passed on as a half-close.
+// Bytes are copied by a pump per direction (forward.go): raw read and write
+// system calls through the sockets' RawConns, a 32 KiB pooled buffer held
+// only while bytes are in flight, both directions awaited, EOF passed on
+// as a half-close.
 //
 // A leader restarting in place (same member, leader key kept) is confirmed
 // before /cluster says running once its own /patroni relays a live query
