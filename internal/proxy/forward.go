@@ -6,7 +6,8 @@ import (
 	"os"
 	"sync"
 	"syscall"
-	"unsafe"
+
+	"github.com/doorman-go/doorman/internal/rawio"
 )
 
 // forward copies bytes both ways between client and server until both
@@ -150,22 +151,17 @@ func (p *pump) read(fd uintptr) bool {
 	if p.buf == nil {
 		p.buf = pumpBufs.Get().(*[]byte)
 	}
-	b := *p.buf
-	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-		switch e {
-		case 0:
-			p.n = int(n)
-			return true
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			p.release()
-			return false
-		default:
-			p.n, p.err = 0, os.NewSyscallError("read", e)
-			return true
-		}
+	n, e := rawio.ReadFD(fd, *p.buf)
+	switch e {
+	case 0:
+		p.n = n
+		return true
+	case syscall.EAGAIN:
+		p.release()
+		return false
+	default:
+		p.n, p.err = 0, os.NewSyscallError("read", e)
+		return true
 	}
 }
 
@@ -173,12 +169,10 @@ func (p *pump) read(fd uintptr) bool {
 func (p *pump) write(fd uintptr) bool {
 	b := *p.buf
 	for p.off < p.n {
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[p.off])), uintptr(p.n-p.off))
+		n, e := rawio.WriteFD(fd, b[p.off:p.n])
 		switch e {
 		case 0:
-			p.off += int(n)
-		case syscall.EINTR:
-			continue
+			p.off += n
 		case syscall.EAGAIN:
 			return false
 		default:

@@ -94,23 +94,42 @@ func (c *Conn) Read(p []byte) (int, error) {
 }
 
 func (c *Conn) doRead(fd uintptr) bool {
-	b := c.rd.buf
+	n, e := ReadFD(fd, c.rd.buf)
+	switch e {
+	case 0:
+		c.rd.n = n
+		if n == 0 {
+			c.rd.err = io.EOF
+		}
+		return true
+	case syscall.EAGAIN:
+		return false
+	default:
+		c.rd.err = c.opError("read", e)
+		return true
+	}
+}
+
+// ReadFD reads from the non-blocking descriptor fd into b (len(b) > 0)
+// with one raw system call, EINTR retried: n bytes (0 at EOF), or errno
+// (EAGAIN: nothing to read now). For use inside a RawConn's Read.
+func ReadFD(fd uintptr, b []byte) (int, syscall.Errno) {
 	for {
 		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-		switch e {
-		case 0:
-			c.rd.n = int(n)
-			if n == 0 {
-				c.rd.err = io.EOF
-			}
-			return true
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			return false
-		default:
-			c.rd.err = c.opError("read", e)
-			return true
+		if e != syscall.EINTR {
+			return int(n), e
+		}
+	}
+}
+
+// WriteFD writes b (len(b) > 0) to the non-blocking descriptor fd with one
+// raw system call, EINTR retried: n bytes written, or errno (EAGAIN: no
+// room now). For use inside a RawConn's Write.
+func WriteFD(fd uintptr, b []byte) (int, syscall.Errno) {
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		if e != syscall.EINTR {
+			return int(n), e
 		}
 	}
 }
@@ -128,14 +147,11 @@ func (c *Conn) Write(p []byte) (int, error) {
 
 func (c *Conn) doWrite(fd uintptr) bool {
 	for len(c.wr.buf) > 0 {
-		b := c.wr.buf
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		n, e := WriteFD(fd, c.wr.buf)
 		switch e {
 		case 0:
-			c.wr.n += int(n)
-			c.wr.buf = b[n:]
-		case syscall.EINTR:
-			continue
+			c.wr.n += n
+			c.wr.buf = c.wr.buf[n:]
 		case syscall.EAGAIN:
 			return false // wait until writable, then go on with the rest
 		default:

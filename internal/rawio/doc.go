@@ -1,5 +1,5 @@
 // Package rawio reads and writes a socket with raw system calls, for the
-// pooler's hot path: a loopback write that wakes PostgreSQL or the client
+// hot paths of the pooler and of patroni_proxy: a loopback write that wakes PostgreSQL or the client
 // runs the receiver's TCP stack inline and takes 10-20 µs, long enough for
 // the Go runtime's sysmon to find the thread "in a system call", hand its P
 // to another thread (a futex wake and a context switch) and keep itself
@@ -18,4 +18,8 @@
 // scratch fields are used under that direction's mutex, uncontended on the
 // hot path. It owns no buffer: Read and Write use the caller's slices only
 // for the duration of the call.
+//
+// ReadFD and WriteFD are the one raw call each, for code that runs its own
+// RawConn callbacks (patroni_proxy's pump takes its buffer only once the
+// socket is readable).
 package rawio
