@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // tcpPair returns both ends of a loopback TCP connection.
@@ -93,8 +94,10 @@ func TestForwardBytes(t *testing.T) {
 func TestForwardCut(t *testing.T) {
 	f := startForward(t)
 	// The server never reads: the proxy's write to it fills the socket
-	// buffers and waits.
+	// buffers and waits. Cut once the server's receive queue holds the
+	// first 64 KiB: the pump is forwarding into a socket nobody reads.
 	go func() { _, _ = f.client.Write(make([]byte, 8<<20)) }()
+	require.Eventually(t, func() bool { return unread(t, f.server) >= 64<<10 }, 10*time.Second, time.Millisecond)
 	close(f.cut)
 	select {
 	case wasCut := <-f.done:
@@ -129,10 +132,25 @@ func TestPumpHoldsNoBufferWhenIdle(t *testing.T) {
 	}
 	step()
 	require.Equal(t, msg, got)
+	// Nothing to read: the callback the netpoller's wait repeats gives the
+	// buffer back before the pump waits.
+	var wouldWait bool
+	require.NoError(t, p.src.Control(func(fd uintptr) { wouldWait = !p.read(fd) }))
+	require.True(t, wouldWait, "nothing was sent")
 	require.Nil(t, p.buf, "no buffer between messages")
 	if raceEnabled {
 		return // the race detector allocates, and sync.Pool drops buffers under it
 	}
 	allocs := testing.AllocsPerRun(100, step)
 	require.Zero(t, allocs, "allocations per forwarded message")
+}
+
+// unread is how many bytes c's receive queue holds (TIOCINQ).
+func unread(t *testing.T, c *net.TCPConn) int {
+	t.Helper()
+	raw, err := c.SyscallConn()
+	require.NoError(t, err)
+	var n int
+	require.NoError(t, raw.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }))
+	return n
 }

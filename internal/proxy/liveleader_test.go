@@ -97,6 +97,27 @@ func restartBody(state string, timeline int) string {
 	return `{"state":"` + state + `","role":"master","timeline":` + strconv.Itoa(timeline) + `,"xlog":{"location":1}}`
 }
 
+// routedLeader starts a master port whose only member, node1, is the
+// leader on timeline 5 with its own member API, and waits until the port
+// routes to it.
+func routedLeader(t *testing.T) (*memberAPI, patroni.Member, *harness) {
+	t.Helper()
+	n1 := newEcho(t, "node1")
+	api := newMemberAPI(t, "master")
+	m := n1.member(patroni.RoleLeader)
+	m.APIURL, m.Timeline = api.url(), 5
+	h := newHarness(t, ports("master", roles(leader)), m)
+	eventuallyBackend(t, h.addr("master"), "node1")
+	return api, m, h
+}
+
+// restarting is leader m as /cluster shows it while Patroni restarts its
+// postgres in place: starting, no timeline.
+func restarting(m patroni.Member) patroni.Member {
+	m.State, m.Timeline = patroni.StateStarting, 0
+	return m
+}
+
 // TestWritePortOpensOnRestartedPostgres: patronictl restart of the leader.
 // /cluster shows it starting until Patroni's next HA loop; the write port
 // refuses while postgres is down and opens as soon as the member's own API
@@ -104,17 +125,10 @@ func restartBody(state string, timeline int) string {
 // starting and no further /cluster poll (the interval is an hour).
 func TestWritePortOpensOnRestartedPostgres(t *testing.T) {
 	t.Parallel()
-	n1 := newEcho(t, "node1")
-	api := newMemberAPI(t, "master")
-	m := n1.member(patroni.RoleLeader)
-	m.APIURL, m.Timeline = api.url(), 5
-	h := newHarness(t, ports("master", roles(leader)), m)
-	eventuallyBackend(t, h.addr("master"), "node1")
+	api, m, h := routedLeader(t)
 
 	api.body.Store(restartBody("starting", 0))
-	starting := m
-	starting.State, starting.Timeline = patroni.StateStarting, 0
-	h.update(starting)
+	h.update(restarting(m))
 	refused(t, h.addr("master"))
 	require.Positive(t, h.leaderChecks("not_live"))
 
@@ -141,17 +155,10 @@ func TestWritePortOpensOnRestartedPostgres(t *testing.T) {
 // itself says running.
 func TestWritePortRestartedPostgresOlderTimeline(t *testing.T) {
 	t.Parallel()
-	n1 := newEcho(t, "node1")
-	api := newMemberAPI(t, "master")
-	m := n1.member(patroni.RoleLeader)
-	m.APIURL, m.Timeline = api.url(), 5
-	h := newHarness(t, ports("master", roles(leader)), m)
-	eventuallyBackend(t, h.addr("master"), "node1")
+	api, m, h := routedLeader(t)
 
 	api.body.Store(restartBody("starting", 4))
-	starting := m
-	starting.State, starting.Timeline = patroni.StateStarting, 0
-	h.update(starting)
+	h.update(restarting(m))
 	require.Eventually(t, func() bool { return h.leaderChecks("not_live") >= 2 }, waitFor, 5*time.Millisecond,
 		"asked again at the recheck interval")
 	refused(t, h.addr("master"))
@@ -163,18 +170,11 @@ func TestWritePortRestartedPostgresOlderTimeline(t *testing.T) {
 // it: refused, whatever its postgres says.
 func TestWritePortRestartedPostgresLockNotHeld(t *testing.T) {
 	t.Parallel()
-	n1 := newEcho(t, "node1")
-	api := newMemberAPI(t, "master")
-	m := n1.member(patroni.RoleLeader)
-	m.APIURL, m.Timeline = api.url(), 5
-	h := newHarness(t, ports("master", roles(leader)), m)
-	eventuallyBackend(t, h.addr("master"), "node1")
+	api, m, h := routedLeader(t)
 
 	api.body.Store(restartBody("starting", 5))
 	api.notLeader.Store(true)
-	starting := m
-	starting.State, starting.Timeline = patroni.StateStarting, 0
-	h.update(starting)
+	h.update(restarting(m))
 	require.Eventually(t, func() bool { return h.leaderChecks("error") >= 2 }, waitFor, 5*time.Millisecond)
 	refused(t, h.addr("master"))
 	require.Zero(t, h.leaderChecks("live_primary"))
