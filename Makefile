@@ -52,10 +52,18 @@ test-e2e:
 # make test: it takes tens of minutes. Patroni's synchronous_mode is on by
 # default (DRILL_SYNC=0 for async: a node loss then loses acknowledged
 # writes in every stack, direct included; docs/failover.md). The sandbox is
-# stopped and deleted afterwards, pass or fail.
+# stopped and deleted afterwards, pass or fail. The stack runs as we
+# recommend it on Patroni nodes: the write port's hold_timeout 3s, and
+# pg_doorman's server_login_retry 100ms gated by the node's own Patroni
+# (server_login_retry_patroni); DRILL_HOLD=0 DRILL_LOGIN_RETRY= for the
+# defaults of both daemons.
 DRILL_SYNC ?= 1
+DRILL_HOLD ?= 3s
+DRILL_LOGIN_RETRY ?= 100ms
+DRILL_LOGIN_RETRY_PATRONI ?= 1
 drill:
-	@rc=0; PATRONI_E2E=1 DRILL_SYNC=$(DRILL_SYNC) $(GO) test -count=1 -p 1 -v -run TestDrillSandbox -timeout 90m ./internal/drill || rc=$$?; \
+	@rc=0; PATRONI_E2E=1 DRILL_SYNC=$(DRILL_SYNC) DRILL_HOLD=$(DRILL_HOLD) DRILL_LOGIN_RETRY=$(DRILL_LOGIN_RETRY) \
+	DRILL_LOGIN_RETRY_PATRONI=$(DRILL_LOGIN_RETRY_PATRONI) $(GO) test -count=1 -p 1 -v -run TestDrillSandbox -timeout 90m ./internal/drill || rc=$$?; \
 	WIPE=1 $(E2E_SANDBOX)/down.sh $(E2E_BASE) || rc=1; exit $$rc
 
 lint:

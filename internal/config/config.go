@@ -46,7 +46,8 @@ type General struct {
 	MaxBlockingThreads                int           `cfg:"max_blocking_threads"`        // Tokio-specific, no-op; 0 = not set
 	ConnectTimeout                    time.Duration `cfg:"connect_timeout"`
 	QueryWaitTimeout                  time.Duration `cfg:"query_wait_timeout"`
-	ServerLoginRetry                  time.Duration `cfg:"server_login_retry"` // extension: retry a refused server connect while a client waits, 0 = fail at once
+	ServerLoginRetry                  time.Duration `cfg:"server_login_retry"`         // extension: retry a refused server connect while a client waits, 0 = fail at once
+	ServerLoginRetryPatroni           string        `cfg:"server_login_retry_patroni"` // extension: the local Patroni's REST API; server_login_retry waits only while it holds the leader lock
 	IdleTimeout                       time.Duration `cfg:"idle_timeout"`
 	ServerLifetime                    time.Duration `cfg:"server_lifetime"`
 	RetainConnectionsTime             time.Duration `cfg:"retain_connections_time"`

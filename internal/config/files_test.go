@@ -92,6 +92,8 @@ var badFiles = map[string][]string{
 		`general.patroni_api_urls[0]: must be an http:// or https:// URL with a host, got "localhost:8008"`,
 		"general.fallback_cooldown: must be greater than 0",
 		`pools.mydb.patroni_api_urls[0]: must be an http:// or https:// URL with a host, got "ftp://x"`,
+		`general.server_login_retry_patroni: must be an http:// or https:// URL with a host, got "127.0.0.1:8008"`,
+		"general.server_login_retry_patroni: needs server_login_retry",
 	},
 	"reserved_pool.bad.yaml": {`pools.pgdoorman: "pgdoorman" is reserved for the admin console`},
 	"auth_query.bad.yaml": {

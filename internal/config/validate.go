@@ -93,6 +93,14 @@ func (d *decoder) validateGeneral(g *General, w *[]string) {
 		d.failf("general.pg_hba", "cannot be used together with the legacy general.hba list")
 	}
 	d.validatePatroniURLs("general", g.PatroniAPIURLs)
+	if raw := g.ServerLoginRetryPatroni; raw != "" {
+		if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			d.failf("general.server_login_retry_patroni", "must be an http:// or https:// URL with a host, got %q", raw)
+		}
+		if g.ServerLoginRetry <= 0 {
+			d.failf("general.server_login_retry_patroni", "needs server_login_retry: without retries there is nothing to gate")
+		}
+	}
 	d.positive("general.fallback_cooldown", g.FallbackCooldown)
 	d.positive("general.patroni_api_timeout", g.PatroniAPITimeout)
 	d.positive("general.fallback_connect_timeout", g.FallbackConnectTimeout)

@@ -24,6 +24,13 @@ type retryRig struct {
 
 func startRetryRig(t *testing.T, retry, wait string) *retryRig {
 	t.Helper()
+	return startRetryRigWith(t, retry, wait, "")
+}
+
+// startRetryRigWith is startRetryRig with extra general settings (YAML
+// lines indented by two spaces).
+func startRetryRigWith(t *testing.T, retry, wait, general string) *retryRig {
+	t.Helper()
 	pg := pgtest.Start(t, pgtest.Options{})
 	verifier := pg.CreateUser(t, "rt", "rt-secret", "scram-sha-256")
 	d := apptest.Start(t, fmt.Sprintf(`general:
@@ -34,7 +41,7 @@ func startRetryRig(t *testing.T, retry, wait string) *retryRig {
   query_wait_timeout: %s
   server_login_retry: %s
   server_idle_check_timeout: 0
-pools:
+%spools:
   postgres:
     server_host: 127.0.0.1
     server_port: %d
@@ -43,7 +50,7 @@ pools:
       - username: rt
         password: '%s'
         pool_size: 4
-`, wait, retry, pg.Port, verifier))
+`, wait, retry, general, pg.Port, verifier))
 	return &retryRig{pg: pg, d: d}
 }
 

@@ -32,7 +32,8 @@ import (
 // DRILL_UNPLANNED_RUNS (runs per stack of each unplanned case, default 2),
 // DRILL_SCENARIOS (comma list, run in that order; default all), DRILL_VALIDATE (libpq or show),
 // DRILL_HOLD=<duration> (the write port's hold_timeout), DRILL_LOGIN_RETRY=<duration> (pg_doorman's
-// server_login_retry), DRILL_DOORMAN_FALLBACK=1 (pg_doorman's Patroni fallback on), DRILL_SYNC=1
+// server_login_retry), DRILL_LOGIN_RETRY_PATRONI=1 (gated by the node's Patroni:
+// server_login_retry_patroni), DRILL_DOORMAN_FALLBACK=1 (pg_doorman's Patroni fallback on), DRILL_SYNC=1
 // (Patroni synchronous_mode on for each run; up.sh turns it off again), DRILL_OUT (JSON lines of the
 // results, default /tmp/doorman-drill-results.jsonl), DRILL_REPORTS (folder
 // of every run's full report, default /tmp/doorman-drill-reports).
@@ -88,6 +89,7 @@ type result struct {
 	Fallback         bool            `json:"doorman_fallback"`
 	Hold             string          `json:"proxy_hold_timeout,omitempty"`
 	LoginRetry       string          `json:"doorman_server_login_retry,omitempty"`
+	LoginRetryGate   bool            `json:"doorman_server_login_retry_patroni,omitempty"`
 	Load1            string          `json:"loadavg_1m"`
 }
 
@@ -235,7 +237,8 @@ func runOnce(t *testing.T, sbx *patronisbx.Sandbox, sc scenario, stack, dsn stri
 		Events: rep.Summary.Events, Acked: rep.Summary.Outcomes[drill.Acknowledged], Rejected: rep.Summary.Outcomes[drill.Rejected],
 		Unknown: rep.Summary.Outcomes[drill.Unknown], UnknownCommitted: rc.UnknownCommitted, AckMissing: rc.AckMissing,
 		Violations: rc.Violations(), Failures: rep.Summary.Failures, Validate: validateMode(),
-		Fallback: os.Getenv("DRILL_DOORMAN_FALLBACK") == "1", Sync: os.Getenv("DRILL_SYNC") == "1", Hold: os.Getenv("DRILL_HOLD"), LoginRetry: os.Getenv("DRILL_LOGIN_RETRY"), Load1: strings.Fields(string(load))[0]}
+		Fallback: os.Getenv("DRILL_DOORMAN_FALLBACK") == "1", Sync: os.Getenv("DRILL_SYNC") == "1", Hold: os.Getenv("DRILL_HOLD"), LoginRetry: os.Getenv("DRILL_LOGIN_RETRY"),
+		LoginRetryGate: os.Getenv("DRILL_LOGIN_RETRY") != "" && os.Getenv("DRILL_LOGIN_RETRY_PATRONI") == "1", Load1: strings.Fields(string(load))[0]}
 	if np := rep.Summary.NewPrimary; assert.NotNil(t, np, "writes resumed on a new postmaster within %s: %+v", sc.duration, rep.Summary.Servers) {
 		r.From, r.To, r.FirstAckS = np.From, np.To, (np.FirstOnNew - actionAt).Seconds()
 	}
@@ -304,12 +307,18 @@ func fallbackConf(sbx *patronisbx.Sandbox) string {
 }
 
 // loginRetryConf is pg_doorman's server_login_retry from DRILL_LOGIN_RETRY
-// (default off, as pg_doorman's default).
-func loginRetryConf() string {
-	if v := os.Getenv("DRILL_LOGIN_RETRY"); v != "" {
-		return "\n  server_login_retry: " + v
+// (default off, as pg_doorman's default), gated by the node's own Patroni
+// (server_login_retry_patroni) with DRILL_LOGIN_RETRY_PATRONI=1.
+func loginRetryConf(node patronisbx.Node) string {
+	v := os.Getenv("DRILL_LOGIN_RETRY")
+	if v == "" {
+		return ""
 	}
-	return ""
+	conf := "\n  server_login_retry: " + v
+	if os.Getenv("DRILL_LOGIN_RETRY_PATRONI") == "1" {
+		conf += "\n  server_login_retry_patroni: " + node.APIURL
+	}
+	return conf
 }
 
 func startDoorman(t *testing.T, sbx *patronisbx.Sandbox, node patronisbx.Node, verifier string) *apptest.Instance {
@@ -329,7 +338,7 @@ pools:
       - username: app
         password: '%s'
         pool_size: 8
-`, node.Host, doormanPort, loginRetryConf(), fallbackConf(sbx), node.SocketDir, node.Port, verifier))
+`, node.Host, doormanPort, loginRetryConf(node), fallbackConf(sbx), node.SocketDir, node.Port, verifier))
 }
 
 // startProxy runs patroni_proxy with its defaults (3 s poll) and a master

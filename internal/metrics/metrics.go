@@ -119,6 +119,17 @@ func New(d *daemon.Daemon) *Metrics {
 		authQueryCollector{d},
 		newSocketCollector(),
 	)
+	lock := d.Pools.LeaderLockStats()
+	for _, r := range []struct {
+		result string
+		n      *atomic.Uint64
+	}{{"held", &lock.Held}, {"not_held", &lock.NotHeld}, {"error", &lock.Errors}} {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "pg_doorman_patroni_leader_lock_checks_total",
+			Help:        "GET /primary requests to the local Patroni of server_login_retry_patroni, by result (held = 200, not_held = 503, error = no answer or another status).",
+			ConstLabels: prometheus.Labels{"result": r.result},
+		}, func() float64 { return float64(r.n.Load()) }))
+	}
 	m.handler = promhttp.InstrumentMetricHandler(m.reg, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		Registry:      m.reg,
 		ErrorHandling: promhttp.ContinueOnError,

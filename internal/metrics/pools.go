@@ -22,6 +22,7 @@ type poolSnapshot struct {
 	waitTime, waitCount            uint64 // µs, count
 	waitTimeouts, connectErrors    uint64
 	connectRetries                 uint64
+	retryNotLeader, inRecovery     uint64
 	clients, active, waiting       int64
 
 	prepared      [6]uint64 // hit, miss, injected, client_eviction, server_eviction, cache_eviction
@@ -40,6 +41,7 @@ func snapshot(p *pooler.Pool) *poolSnapshot {
 		xactTime: st.XactTime.Load(), queryTime: st.QueryTime.Load(),
 		waitTime: st.WaitTime.Load(), waitCount: st.WaitCount.Load(),
 		waitTimeouts: st.WaitTimeouts.Load(), connectErrors: st.ConnectErrors.Load(), connectRetries: st.ConnectRetries.Load(),
+		retryNotLeader: st.RetryNotLeader.Load(), inRecovery: st.ConnectInRecovery.Load(),
 		clients: st.Clients.Load(), active: st.ClientsActive.Load(), waiting: st.ClientsWaiting.Load(),
 	}
 	if set := p.Settings(); set != nil && set.User != nil {
@@ -121,6 +123,10 @@ var (
 		"Failed attempts of a pool to open a server connection (connect, TLS or authentication to PostgreSQL).")
 	connectRetriesDesc = poolDesc("pg_doorman_server_connect_retries_total",
 		"Server connects of a pool tried again after server_login_retry, because the last one failed in a way a server coming back would cure (refused, reset, starting up or shutting down) while a client waited.")
+	retryNotLeaderDesc = poolDesc("pg_doorman_server_login_retry_not_leader_total",
+		"Failed server connects of a pool not tried again because the local Patroni (server_login_retry_patroni) did not hold the leader lock or did not answer; the waiting client got the error at once.")
+	inRecoveryDesc = poolDesc("pg_doorman_server_connect_in_recovery_total",
+		"New server connections of a pool closed and tried again because they came up in recovery while the local Patroni held the leader lock (a leader restarting in place, not promoted yet).")
 	scalingDesc = poolDesc("pg_doorman_pool_scaling",
 		"Pool pressure gauges of a pool: inflight_creates (backend connects in flight, bounded by scaling_max_parallel_creates).", "type")
 	scalingTotalDesc = poolDesc("pg_doorman_pool_scaling_total",
@@ -184,6 +190,8 @@ func allPoolSeries() []poolSeries {
 		counter(waitTimeoutsDesc, "", func(s *poolSnapshot) float64 { return float64(s.waitTimeouts) }),
 		counter(connectErrorsDesc, "", func(s *poolSnapshot) float64 { return float64(s.connectErrors) }),
 		counter(connectRetriesDesc, "", func(s *poolSnapshot) float64 { return float64(s.connectRetries) }),
+		counter(retryNotLeaderDesc, "", func(s *poolSnapshot) float64 { return float64(s.retryNotLeader) }),
+		counter(inRecoveryDesc, "", func(s *poolSnapshot) float64 { return float64(s.inRecovery) }),
 		counter(serverEventsDesc, "created", func(s *poolSnapshot) float64 { return float64(s.conns.Created) }),
 		counter(serverEventsDesc, "closed", func(s *poolSnapshot) float64 { return float64(s.conns.Closed) }),
 		counter(serverEventsDesc, "check_failed", func(s *poolSnapshot) float64 { return float64(s.conns.CheckFailures) }),

@@ -136,6 +136,9 @@ func newRetryClient(t *http.Transport, retries int) *retryablehttp.Client {
 		RetryMax:     retries,
 		CheckRetry:   retryablehttp.ErrorPropagatedRetryPolicy,
 		Backoff:      retryablehttp.DefaultBackoff,
+		// The last answer, with its status, reaches get (StatusError)
+		// instead of a "giving up" error that has lost it.
+		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 	}
 }
 
@@ -228,13 +231,15 @@ func (c *Client) get(ctx context.Context, target string) ([]byte, error) {
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
-	if err != nil {
+	if resp == nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	// A last answer with a status comes with the retry policy's error
+	// (PassthroughErrorHandler); the status says more.
+	if resp.StatusCode != http.StatusOK || err != nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("GET %s: unexpected HTTP status %s", target, resp.Status)
+		return nil, fmt.Errorf("GET %s: %w", target, &StatusError{Code: resp.StatusCode, Status: resp.Status})
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
 	if err != nil {
@@ -245,6 +250,14 @@ func (c *Client) get(ctx context.Context, target string) ([]byte, error) {
 	}
 	return body, nil
 }
+
+// StatusError is an answer with an HTTP status other than 200.
+type StatusError struct {
+	Code   int    // 503
+	Status string // "503 Service Unavailable"
+}
+
+func (e *StatusError) Error() string { return "unexpected HTTP status " + e.Status }
 
 // ErrBodyTooLarge is returned when an answer exceeds ClientOptions.MaxBodyBytes.
 var ErrBodyTooLarge = errors.New("response body too large")

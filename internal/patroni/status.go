@@ -3,7 +3,9 @@ package patroni
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 )
 
 // MemberStatus is the part of a member's own GET /patroni answer that says
@@ -86,4 +88,27 @@ func (c *Client) FetchLeaderStatus(ctx context.Context, api string) (MemberStatu
 		return MemberStatus{}, fmt.Errorf("fetch leader status: %w", err)
 	}
 	return st, nil
+}
+
+// HoldsLeaderLock asks one member, GET <api>/primary, whether it holds the
+// leader lock in its own view: true on 200, false on 503, an error on
+// anything else (no answer, another status). Patroni answers 200 whether or
+// not postgres runs (sandbox pitfall 1): a leader whose postgres crashed or
+// restarts in place still holds the lock, a demoted one has released it.
+// The body is not read. Build the client with Retries < 0 for this: a 503
+// is an answer here, not a failure to retry.
+func (c *Client) HoldsLeaderLock(ctx context.Context, api string) (bool, error) {
+	base, err := NormalizeURL(api)
+	if err != nil {
+		return false, fmt.Errorf("leader lock check: %w", err)
+	}
+	_, err = fetchParsed(c, ctx, base, "/primary", func([]byte) (struct{}, error) { return struct{}{}, nil })
+	var se *StatusError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &se) && se.Code == http.StatusServiceUnavailable:
+		return false, nil
+	}
+	return false, fmt.Errorf("leader lock check: %w", err)
 }

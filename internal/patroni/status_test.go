@@ -136,3 +136,40 @@ func TestFetchLeaderStatus(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, patroni.MemberStatus{Role: "master", State: patroni.StateStarting, Timeline: 4}, st)
 }
+
+func TestHoldsLeaderLock(t *testing.T) {
+	t.Parallel()
+	var status atomic.Int32
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if r.URL.Path != "/primary" {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(int(status.Load()))
+		_, _ = w.Write([]byte(`{"state":"crashed","role":"master"}`))
+	}))
+	defer srv.Close()
+	c, err := patroni.NewClient([]string{"http://127.0.0.1:1"}, patroni.ClientOptions{Retries: -1})
+	require.NoError(t, err)
+	defer c.CloseIdleConnections()
+	for _, tc := range []struct {
+		status  int
+		holds   bool
+		wantErr bool
+	}{
+		{http.StatusOK, true, false},
+		{http.StatusServiceUnavailable, false, false},
+		{http.StatusInternalServerError, false, true},
+		{http.StatusNotFound, false, true},
+	} {
+		status.Store(int32(tc.status))
+		holds, err := c.HoldsLeaderLock(context.Background(), srv.URL+"/patroni")
+		require.Equal(t, tc.wantErr, err != nil, "status %d: %v", tc.status, err)
+		require.Equal(t, tc.holds, holds, "status %d", tc.status)
+	}
+	require.EqualValues(t, 4, requests.Load(), "no retry of a 503 or 500 with Retries < 0")
+	_, err = c.HoldsLeaderLock(context.Background(), "http://127.0.0.1:1")
+	require.Error(t, err, "nobody listens: no answer is not an answer")
+}

@@ -15,49 +15,90 @@ import (
 	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/config"
 	"github.com/doorman-go/doorman/internal/fallback"
+	"github.com/doorman-go/doorman/internal/leaderlock"
 	"github.com/doorman-go/doorman/internal/prepared"
 	"github.com/doorman-go/doorman/internal/servertls"
 )
 
 // connect opens a server connection for the pool (its pool.Options.Connect),
 // waiting and trying again per server_login_retry while the server is away.
+// With server_login_retry_patroni it waits only while the local Patroni
+// holds the leader lock, and a server that comes back in recovery while it
+// does (a leader restarting in place, not yet promoted) is not back yet.
 func (p *Pool) connect(ctx context.Context) (*backend.Conn, error) {
 	s := p.Settings()
 	o, err := p.options(s)
 	if err != nil {
 		return nil, err
 	}
+	retry, gate := s.General.ServerLoginRetry, p.reg.leaderGate()
 	c, err := p.dial(ctx, s, o)
-	for err != nil {
-		p.Stats.ConnectErrors.Add(1)
-		p.logTLSFailure(err)
-		p.ExpireServerParams() // the server is away: its role may change
-		if !p.waitToRetry(ctx, s.General.ServerLoginRetry, err) {
+	for {
+		if err == nil {
+			if !p.leaderInRecovery(ctx, gate, c) || !p.mayRetry(ctx, retry, gate, nil) {
+				break
+			}
+			p.Stats.ConnectInRecovery.Add(1)
+			_ = c.Close()
+			err = errLeaderInRecovery
+		} else {
+			p.Stats.ConnectErrors.Add(1)
+			p.logTLSFailure(err)
+			p.ExpireServerParams() // the server is away: its role may change
+			if !p.mayRetry(ctx, retry, gate, err) {
+				return nil, err
+			}
+		}
+		if !sleep(ctx, retry) {
 			return nil, err
 		}
 		p.Stats.ConnectRetries.Add(1)
 		c, err = p.dial(ctx, s, o)
 	}
 	c.Prepared = prepared.NewServerSet(s.General.PreparedStatementsCacheSize)
+	p.sawPrimary.Store(c.Params["in_hot_standby"] == "off")
 	p.mu.Lock()
 	p.serverParams, p.serverParamsAt = copyParams(c.Params), time.Now()
 	p.mu.Unlock()
 	return c, nil
 }
 
-// waitToRetry waits retry (server_login_retry) after a failed connect
-// and reports whether to try again: only when the setting is on, the
-// failure is one a server coming back cures (see retryableConnect), and
-// the caller's deadline (query_wait_timeout) leaves room for the wait;
-// otherwise the caller gets this failure at once.
-func (p *Pool) waitToRetry(ctx context.Context, retry time.Duration, err error) bool {
-	if retry <= 0 || ctx.Err() != nil || !retryableConnect(err) {
+// errLeaderInRecovery is what a client is told when its wait ends while
+// the leader's server is still in recovery.
+var errLeaderInRecovery = errors.New("server is in recovery while the local Patroni holds the leader lock (restarting in place)")
+
+// leaderInRecovery reports whether c came up in recovery on a node whose
+// Patroni holds the leader lock, where the pool's server was a primary
+// before: Patroni restarts a crashed leader in recovery and promotes it a
+// loop later, and a write sent in between would fail with 25006. Only with
+// a gate, and only when the server reports in_hot_standby (PostgreSQL 14+).
+func (p *Pool) leaderInRecovery(ctx context.Context, gate *leaderlock.Gate, c *backend.Conn) bool {
+	return gate != nil && c.Params["in_hot_standby"] == "on" && p.sawPrimary.Load() && gate.Held(ctx)
+}
+
+// mayRetry reports whether a failed connect (err; nil for a server in
+// recovery) is worth another after retry (server_login_retry): only when
+// the setting is on, the failure is one a server coming back cures (see
+// retryableConnect), the caller's deadline (query_wait_timeout) leaves
+// room for the wait, and, with a gate, the local Patroni holds the leader
+// lock; otherwise the caller gets this failure at once.
+func (p *Pool) mayRetry(ctx context.Context, retry time.Duration, gate *leaderlock.Gate, err error) bool {
+	if retry <= 0 || ctx.Err() != nil || (err != nil && !retryableConnect(err)) {
 		return false
 	}
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < retry {
 		return false
 	}
-	t := time.NewTimer(retry)
+	if gate != nil && !gate.Held(ctx) {
+		p.Stats.RetryNotLeader.Add(1)
+		return false
+	}
+	return true
+}
+
+// sleep waits d unless ctx ends first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:

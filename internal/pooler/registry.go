@@ -14,6 +14,8 @@ import (
 	"github.com/doorman-go/doorman/internal/config"
 	"github.com/doorman-go/doorman/internal/coordinator"
 	"github.com/doorman-go/doorman/internal/fallback"
+	"github.com/doorman-go/doorman/internal/leaderlock"
+	"github.com/doorman-go/doorman/internal/patroni"
 )
 
 // key names a pool: a configured user, an auth_query user (passthrough)
@@ -37,6 +39,57 @@ type Registry struct {
 
 	fbMetrics atomic.Pointer[fallback.Metrics]
 	tlsObs    atomic.Pointer[backend.TLSObserver]
+
+	gate      atomic.Pointer[leaderlock.Gate] // nil without server_login_retry_patroni
+	gateStats leaderlock.Stats
+}
+
+// LeaderLockStats are the answers of the local Patroni to the leader lock
+// checks of server_login_retry_patroni, since start.
+func (r *Registry) LeaderLockStats() *leaderlock.Stats { return &r.gateStats }
+
+// leaderGate is the gate of server_login_retry_patroni; nil without it
+// (or without a registry, in tests).
+func (r *Registry) leaderGate() *leaderlock.Gate {
+	if r == nil {
+		return nil
+	}
+	return r.gate.Load()
+}
+
+// applyGate builds the gate for g when its URL or server_login_retry
+// changed. Each check is bounded by patroni_api_timeout, at most 1 s: a
+// client is waiting on it.
+func (r *Registry) applyGate(g *config.General) {
+	api := g.ServerLoginRetryPatroni
+	if api == "" || g.ServerLoginRetry <= 0 {
+		r.swapGate(nil)
+		return
+	}
+	if old := r.gate.Load(); old != nil && old.API() == api && old.TTL() == g.ServerLoginRetry {
+		return
+	}
+	timeout := min(g.PatroniAPITimeout, time.Second)
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	c, err := patroni.NewClient([]string{api}, patroni.ClientOptions{Timeout: timeout, Retries: -1})
+	if err != nil { // config validation refuses such a URL; without it, no gate
+		if r.log != nil {
+			r.log.Error("server_login_retry_patroni disabled", zap.String("url", api), zap.Error(err))
+		}
+		r.swapGate(nil)
+		return
+	}
+	r.swapGate(leaderlock.New(api, g.ServerLoginRetry, timeout, c, &r.gateStats))
+}
+
+// swapGate puts g in force and closes the gate it replaces, in the
+// background: a check in flight may take up to its timeout.
+func (r *Registry) swapGate(g *leaderlock.Gate) {
+	if old := r.gate.Swap(g); old != nil {
+		go old.Close()
+	}
 }
 
 // SetServerTLSObserver sets who hears of server-side TLS handshakes and
@@ -154,6 +207,7 @@ func (r *Registry) Apply(cfg *config.Config) {
 		}
 	}
 	r.cfg = cfg
+	r.applyGate(&cfg.General)
 	r.applyCoordinatorsLocked(cfg)
 	oldResolvers := r.applyResolversLocked(cfg)
 	r.mu.Unlock()
@@ -215,6 +269,9 @@ func (r *Registry) Close() {
 	}
 	for _, res := range r.Resolvers() {
 		res.Close()
+	}
+	if g := r.gate.Swap(nil); g != nil {
+		g.Close()
 	}
 }
 

@@ -17,10 +17,17 @@ type Stats struct {
 	ServerErrors   atomic.Uint64 // server connections lost under a client
 	ConnectErrors  atomic.Uint64
 	ConnectRetries atomic.Uint64 // connects tried again after server_login_retry
-	ClientsTotal   atomic.Uint64 // logins
-	ClientsActive  atomic.Int64  // logged-in clients holding or waiting for a server
-	ClientsWaiting atomic.Int64  // clients queued in Acquire
-	Clients        atomic.Int64  // logged-in clients
+	// RetryNotLeader: failed connects not tried again because the local
+	// Patroni (server_login_retry_patroni) did not hold the leader lock or
+	// did not answer.
+	RetryNotLeader atomic.Uint64
+	// ConnectInRecovery: new server connections closed because they came
+	// up in recovery while the local Patroni held the leader lock.
+	ConnectInRecovery atomic.Uint64
+	ClientsTotal      atomic.Uint64 // logins
+	ClientsActive     atomic.Int64  // logged-in clients holding or waiting for a server
+	ClientsWaiting    atomic.Int64  // clients queued in Acquire
+	Clients           atomic.Int64  // logged-in clients
 
 	// Prepared statements in transaction mode.
 	PreparedHits            atomic.Uint64 // client Parse found in the pool cache
