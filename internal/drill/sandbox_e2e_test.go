@@ -72,6 +72,7 @@ type result struct {
 	Scenario         string          `json:"scenario"`
 	Stack            string          `json:"stack"`
 	Run              int             `json:"run"`
+	Paired           bool            `json:"paired,omitempty"` // both stacks at once, across the same action
 	From             string          `json:"from,omitempty"`
 	To               string          `json:"to,omitempty"`
 	GapS             float64         `json:"write_gap_s"`
@@ -113,7 +114,7 @@ func TestDrillSandbox(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	master := startProxy(t, sbx, reg)
-	stacks := []struct{ name, dsn string }{
+	stacks := []stack{
 		{"direct", fmt.Sprintf("host=%s port=%d user=app password=app dbname=app sslmode=disable connect_timeout=2",
 			strings.Join(hosts(sbx), ","), patronisbx.PGPort)},
 		{"ours", fmt.Sprintf("host=127.0.0.1 port=%d user=app password=app dbname=app sslmode=disable connect_timeout=2", master)},
@@ -138,6 +139,7 @@ func TestDrillSandbox(t *testing.T) {
 	f, err := os.OpenFile(out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	require.NoError(t, err)
 	defer f.Close()
+	paired := os.Getenv("DRILL_PAIRED") == "1"
 	var all []result
 	for _, sc := range run {
 		runs := envInt("DRILL_UNPLANNED_RUNS", 2)
@@ -146,13 +148,18 @@ func TestDrillSandbox(t *testing.T) {
 		}
 		t.Run(sc.name, func(t *testing.T) {
 			for i := range runs {
-				for _, st := range stacks {
-					r := runOnce(t, sbx, sc, st.name, st.dsn, i)
-					b, _ := json.Marshal(r)
-					_, _ = f.Write(append(b, '\n'))
-					all = append(all, r)
-					t.Logf("%s %s run %d: gap %.2f s, first ack on new %.2f s after the action, %d events, rejected %d, unknown %d (committed %d), %s→%s, load %s, failures %v",
-						sc.name, st.name, i, r.GapS, r.FirstAckS, r.Events, r.Rejected, r.Unknown, r.UnknownCommitted, r.From, r.To, r.Load1, r.Failures)
+				groups := [][]stack{stacks[:1], stacks[1:]}
+				if paired {
+					groups = [][]stack{stacks}
+				}
+				for _, g := range groups {
+					for _, r := range runOnce(t, sbx, sc, g, i) {
+						b, _ := json.Marshal(r)
+						_, _ = f.Write(append(b, '\n'))
+						all = append(all, r)
+						t.Logf("%s %s run %d: gap %.2f s, first ack on new %.2f s after the action, %d events, rejected %d, unknown %d (committed %d), %s→%s, load %s, failures %v",
+							sc.name, r.Stack, i, r.GapS, r.FirstAckS, r.Events, r.Rejected, r.Unknown, r.UnknownCommitted, r.From, r.To, r.Load1, r.Failures)
+					}
 				}
 			}
 			t.Logf("%s done; patroni_proxy leader checks so far: %s", sc.name, leaderChecks(t, reg))
@@ -180,7 +187,13 @@ func hosts(sbx *patronisbx.Sandbox) []string {
 	return h
 }
 
-func runOnce(t *testing.T, sbx *patronisbx.Sandbox, sc scenario, stack, dsn string, run int) result {
+type stack struct{ name, dsn string }
+
+// runOnce runs the drill through each of stacks at the same time across
+// one action on the leader: one stack, or with DRILL_PAIRED=1 both, so
+// that they meet the same Patroni timing (which HA loop notices a crash
+// decides between gaps 2 s apart, in every stack; docs/failover.md).
+func runOnce(t *testing.T, sbx *patronisbx.Sandbox, sc scenario, stacks []stack, run int) []result {
 	t.Helper()
 	sbx.WaitHealthy(t)
 	leader := sbx.Leader(t)
@@ -199,31 +212,50 @@ func runOnce(t *testing.T, sbx *patronisbx.Sandbox, sc scenario, stack, dsn stri
 			}
 		}
 	}
-	table := fmt.Sprintf("doorman_drill_%s_%s_%d", sc.name, stack, run)
 	type res struct {
 		r   *drill.Report
 		err error
 	}
-	done := make(chan res, 1)
-	var started time.Time
-	mark := make(chan struct{})
-	go func() {
-		r, err := drill.Run(context.Background(), drill.Config{DSN: dsn, Duration: sc.duration, Table: table, Validate: validateMode(),
-			Mark: func(at time.Time) { started = at; close(mark) }}, nil)
-		done <- res{r, err}
-	}()
-	select {
-	case <-mark:
-	case r := <-done:
-		t.Fatalf("drill did not start: %v", r.err)
+	type running struct {
+		st      stack
+		table   string
+		done    chan res
+		started time.Time
 	}
-	require.Eventually(t, func() bool { return rows(leader, table) >= 20 }, 10*time.Second, 50*time.Millisecond,
-		"writes reach the leader %s before the action", leader.Name)
-	actionAt := time.Since(started)
+	runs := make([]*running, len(stacks))
+	for i, st := range stacks {
+		rn := &running{st: st, table: fmt.Sprintf("doorman_drill_%s_%s_%d", sc.name, st.name, run), done: make(chan res, 1)}
+		runs[i] = rn
+		mark := make(chan struct{})
+		go func() {
+			r, err := drill.Run(context.Background(), drill.Config{DSN: st.dsn, Duration: sc.duration, Table: rn.table, Validate: validateMode(),
+				Mark: func(at time.Time) { rn.started = at; close(mark) }}, nil)
+			rn.done <- res{r, err}
+		}()
+		select {
+		case <-mark:
+		case r := <-rn.done:
+			t.Fatalf("drill through %s did not start: %v", st.name, r.err)
+		}
+	}
+	for _, rn := range runs {
+		require.Eventually(t, func() bool { return rows(leader, rn.table) >= 20 }, 10*time.Second, 50*time.Millisecond,
+			"writes through %s reach the leader %s before the action", rn.st.name, leader.Name)
+	}
+	actedAt := time.Now()
 	sc.act(t, sbx, leader, candidate)
-	got := <-done
-	require.NoError(t, got.err)
-	rep := got.r
+	var out []result
+	for _, rn := range runs {
+		got := <-rn.done
+		require.NoError(t, got.err)
+		out = append(out, runResult(t, sc, rn.st.name, run, got.r, actedAt.Sub(rn.started), len(stacks) > 1))
+	}
+	return out
+}
+
+// runResult checks one stack's report of a run and sums it up.
+func runResult(t *testing.T, sc scenario, stack string, run int, rep *drill.Report, actionAt time.Duration, paired bool) result {
+	t.Helper()
 	saveReport(t, rep, fmt.Sprintf("%s_%s_%d", sc.name, stack, run))
 	rc := rep.Reconciliation
 	// Violations are errors, not fatal: the other runs still tell something.
@@ -233,7 +265,7 @@ func runOnce(t *testing.T, sbx *patronisbx.Sandbox, sc scenario, stack, dsn stri
 	assert.Zero(t, rc.Unreconciled, "unreconciled (%s, %s run %d)", sc.name, stack, run)
 	assert.Zero(t, rc.Violations(), "%+v", rc)
 	load, _ := os.ReadFile("/proc/loadavg")
-	r := result{Scenario: sc.name, Stack: stack, Run: run, GapS: rep.Summary.WriteGap.Seconds(), FirstAckS: -1,
+	r := result{Scenario: sc.name, Stack: stack, Run: run, Paired: paired, GapS: rep.Summary.WriteGap.Seconds(), FirstAckS: -1,
 		Events: rep.Summary.Events, Acked: rep.Summary.Outcomes[drill.Acknowledged], Rejected: rep.Summary.Outcomes[drill.Rejected],
 		Unknown: rep.Summary.Outcomes[drill.Unknown], UnknownCommitted: rc.UnknownCommitted, AckMissing: rc.AckMissing,
 		Violations: rc.Violations(), Failures: rep.Summary.Failures, Validate: validateMode(),

@@ -72,7 +72,42 @@ func summaryTable(all []result) string {
 		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s (%d runs) | %d | %d |\n", k.sc, k.st, len(gaps[k]), mmm(gaps[k]),
 			mmm(firsts[k]), len(firsts[k]), rejected[k], missing[k])
 	}
+	pairedTable(&b, all)
 	return b.String()
+}
+
+// pairedTable adds, for runs where both stacks ran across the same action
+// (DRILL_PAIRED=1), each run's gaps and the ratio ours / direct.
+func pairedTable(b *strings.Builder, all []result) {
+	type key struct {
+		sc  string
+		run int
+	}
+	var order []key
+	gap := map[key]map[string]float64{}
+	for _, r := range all {
+		if !r.Paired {
+			continue
+		}
+		k := key{r.Scenario, r.Run}
+		if gap[k] == nil {
+			gap[k] = map[string]float64{}
+			order = append(order, k)
+		}
+		gap[k][r.Stack] = r.GapS
+	}
+	if len(order) == 0 {
+		return
+	}
+	b.WriteString("\n| scenario | run (paired) | direct gap, s | ours gap, s | ours / direct |\n|---|---|---|---|---|\n")
+	for _, k := range order {
+		d, o := gap[k]["direct"], gap[k]["ours"]
+		ratio := "n/a"
+		if d > 0 {
+			ratio = fmt.Sprintf("%.2f", o/d)
+		}
+		fmt.Fprintf(b, "| %s | %d | %.2f | %.2f | %s |\n", k.sc, k.run, d, o, ratio)
+	}
 }
 
 func mmm(v []float64) string {
@@ -86,4 +121,19 @@ func mmm(v []float64) string {
 		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
 	return fmt.Sprintf("%.2f / %.2f / %.2f", s[0], med, s[len(s)-1])
+}
+
+// TestSummaryTablePaired: runs of both stacks across the same action get a
+// row each with their ratio; runs one after the other get none.
+func TestSummaryTablePaired(t *testing.T) {
+	all := []result{
+		{Scenario: "kill_postmaster", Stack: "direct", Run: 0, Paired: true, GapS: 4.0},
+		{Scenario: "kill_postmaster", Stack: "ours", Run: 0, Paired: true, GapS: 5.0},
+		{Scenario: "switchover", Stack: "direct", Run: 0, GapS: 1.5},
+		{Scenario: "switchover", Stack: "ours", Run: 0, GapS: 1.6},
+	}
+	got := summaryTable(all)
+	require.Contains(t, got, "| kill_postmaster | 0 | 4.00 | 5.00 | 1.25 |")
+	require.NotContains(t, got, "| switchover | 0 |")
+	require.NotContains(t, summaryTable(all[2:]), "run (paired)")
 }

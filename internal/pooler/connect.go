@@ -32,10 +32,10 @@ func (p *Pool) connect(ctx context.Context) (*backend.Conn, error) {
 		return nil, err
 	}
 	retry, gate := s.General.ServerLoginRetry, p.reg.leaderGate()
-	c, err := p.dial(ctx, s, o)
+	c, fellBack, err := p.dial(ctx, s, o)
 	for {
 		if err == nil {
-			if !p.leaderInRecovery(ctx, gate, c) || !p.mayRetry(ctx, retry, gate, nil) {
+			if fellBack || !p.leaderInRecovery(ctx, gate, c) || !p.mayRetry(ctx, retry, gate, nil) {
 				break
 			}
 			p.Stats.ConnectInRecovery.Add(1)
@@ -53,10 +53,12 @@ func (p *Pool) connect(ctx context.Context) (*backend.Conn, error) {
 			return nil, err
 		}
 		p.Stats.ConnectRetries.Add(1)
-		c, err = p.dial(ctx, s, o)
+		c, fellBack, err = p.dial(ctx, s, o)
 	}
 	c.Prepared = prepared.NewServerSet(s.General.PreparedStatementsCacheSize)
-	p.sawPrimary.Store(c.Params["in_hot_standby"] == "off")
+	if !fellBack {
+		p.sawPrimary.Store(c.Params["in_hot_standby"] == "off")
+	}
 	p.mu.Lock()
 	p.serverParams, p.serverParamsAt = copyParams(c.Params), time.Now()
 	p.mu.Unlock()
@@ -67,9 +69,10 @@ func (p *Pool) connect(ctx context.Context) (*backend.Conn, error) {
 // the leader's server is still in recovery.
 var errLeaderInRecovery = errors.New("server is in recovery while the local Patroni holds the leader lock (restarting in place)")
 
-// leaderInRecovery reports whether c came up in recovery on a node whose
-// Patroni holds the leader lock, where the pool's server was a primary
-// before: Patroni restarts a crashed leader in recovery and promotes it a
+// leaderInRecovery reports whether c, a connection to the local server
+// (a Patroni fallback member is used as it is), came up in recovery on a
+// node whose Patroni holds the leader lock, where the pool's local server
+// was a primary before: Patroni restarts a crashed leader in recovery and promotes it a
 // loop later, and a write sent in between would fail with 25006. Only with
 // a gate, and only when the server reports in_hot_standby (PostgreSQL 14+).
 func (p *Pool) leaderInRecovery(ctx context.Context, gate *leaderlock.Gate, c *backend.Conn) bool {
@@ -237,11 +240,12 @@ func secretCredentials(user, secret string) backend.Credentials {
 
 // dial opens a server connection, through Patroni-assisted fallback when
 // the pool has patroni_api_urls: the local server first, another member of
-// the cluster while the local one is down.
-func (p *Pool) dial(ctx context.Context, s *Settings, o backend.Options) (*backend.Conn, error) {
+// the cluster while the local one is down (fellBack).
+func (p *Pool) dial(ctx context.Context, s *Settings, o backend.Options) (c *backend.Conn, fellBack bool, err error) {
 	fb := p.fallbackDialer(s)
 	if fb == nil {
-		return backend.Connect(ctx, o)
+		c, err = backend.Connect(ctx, o)
+		return c, false, err
 	}
 	conn, res, err := fb.Connect(ctx, fallback.Target{Network: o.Network, Address: o.Address},
 		func(ctx context.Context, t fallback.Target) (fallback.Conn, error) {
@@ -250,9 +254,9 @@ func (p *Pool) dial(ctx context.Context, s *Settings, o backend.Options) (*backe
 			return backend.Connect(ctx, oo)
 		})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	c := conn.(*backend.Conn)
+	c = conn.(*backend.Conn)
 	if res.Fallback {
 		c.Lifetime = res.Lifetime
 	}
@@ -260,7 +264,7 @@ func (p *Pool) dial(ctx context.Context, s *Settings, o backend.Options) (*backe
 		// The local server is back: retire the fallback connections.
 		go p.conns.Reconnect()
 	}
-	return c, nil
+	return c, res.Fallback, nil
 }
 
 // fallbackDialer returns the pool's fallback dialer, building it when the

@@ -52,7 +52,7 @@ type Pool struct {
 	dynamic  bool         // created by auth_query; collected when unused
 	lastUsed atomic.Int64 // unix ns of the last AuthQueryPool handing it out
 
-	sawPrimary atomic.Bool // the last server connection handed out said in_hot_standby=off
+	sawPrimary atomic.Bool // the last local server connection handed out said in_hot_standby=off
 
 	mu             sync.Mutex
 	serverParams   map[string]string // from the most recent new connection
