@@ -24,10 +24,13 @@ type Stats struct {
 	// ConnectInRecovery: new server connections closed because they came
 	// up in recovery while the local Patroni held the leader lock.
 	ConnectInRecovery atomic.Uint64
-	ClientsTotal      atomic.Uint64 // logins
-	ClientsActive     atomic.Int64  // logged-in clients holding or waiting for a server
-	ClientsWaiting    atomic.Int64  // clients queued in Acquire
-	Clients           atomic.Int64  // logged-in clients
+	// LeftWhileWaiting: clients found gone (EOF, reset) when a server
+	// came after a wait; their statements were not run.
+	LeftWhileWaiting atomic.Uint64
+	ClientsTotal     atomic.Uint64 // logins
+	ClientsActive    atomic.Int64  // logged-in clients holding or waiting for a server
+	ClientsWaiting   atomic.Int64  // clients queued in Acquire
+	Clients          atomic.Int64  // logged-in clients
 
 	// Prepared statements in transaction mode.
 	PreparedHits            atomic.Uint64 // client Parse found in the pool cache

@@ -56,13 +56,28 @@ func defaultAppName(client string, set *pooler.Settings) string {
 // (afterFlush). The SETs that bring the connection's
 // parameters to the client's go into sbuf, ahead of the client's bytes, so
 // that they cost no round trip of their own.
+// leftCheckAfter: a wait for a server at least this long is followed by a
+// look at whether the client is still there (one non-blocking peek; a
+// server handed over at once costs nothing).
+const leftCheckAfter = 100 * time.Millisecond
+
 func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error) {
 	s.state.Store(StateWaiting)
 	s.pool.Stats.ClientsActive.Add(1)
+	asked := time.Now()
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		s.pool.Stats.ClientsActive.Add(-1)
 		return nil, s.acquireFailed(err)
+	}
+	if time.Since(asked) >= leftCheckAfter && clientLeft(s.raw) {
+		// The client gave up while it waited (its connect or statement
+		// timeout, a reset): its statement is not run, as PostgreSQL's
+		// client_connection_check_interval would cancel it.
+		s.pool.Release(c)
+		s.pool.Stats.ClientsActive.Add(-1)
+		s.pool.Stats.LeftWhileWaiting.Add(1)
+		return nil, fmt.Errorf("%w while waiting for a server", errClientGone)
 	}
 	s.state.Store(StateActive)
 	if err := s.reportRoleParams(c.Value); err != nil {
