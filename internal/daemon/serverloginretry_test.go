@@ -65,6 +65,29 @@ func (r *retryRig) query(ctx context.Context) error {
 	return c.QueryRow(ctx, "SELECT 1").Scan(&one)
 }
 
+// servedAfter runs op (a client's statement) in the background, waits
+// until waiting reports that it is held (and checks that op has not
+// returned), calls release (the server comes back) and requires op to
+// succeed within 20 s of that.
+func servedAfter(t *testing.T, op func() error, waiting func() bool, release func()) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- op() }()
+	require.Eventually(t, waiting, 20*time.Second, 10*time.Millisecond, "the client is held")
+	select {
+	case err := <-done:
+		t.Fatalf("the client was not held: %v", err)
+	default:
+	}
+	release()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "served once the server is back")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the held client was not served within 20 s of the server's return")
+	}
+}
+
 func (r *retryRig) retries(t *testing.T) uint64 {
 	p, ok := r.d.Daemon.Pools.Lookup("postgres", "rt")
 	require.True(t, ok)
@@ -89,23 +112,10 @@ func TestServerLoginRetryWaitsForRestart(t *testing.T) {
 	require.NoError(t, r.query(ctx), "served while PostgreSQL is up")
 
 	r.pg.Stop(t)
-	done := make(chan error, 1)
-	go func() { done <- r.query(ctx) }()
 	// The client waits while pg_doorman retries: two retries seen means
 	// it is past the first refused connect and still waiting.
-	require.Eventually(t, func() bool { return r.retries(t) >= 2 }, 15*time.Second, 10*time.Millisecond)
-	select {
-	case err := <-done:
-		t.Fatalf("the client did not wait for the server: %v", err)
-	default:
-	}
-	r.pg.Start(t)
-	select {
-	case err := <-done:
-		require.NoError(t, err, "served once PostgreSQL is back")
-	case <-time.After(15 * time.Second):
-		t.Fatal("the waiting client was not served within 15 s of PostgreSQL's start")
-	}
+	servedAfter(t, func() error { return r.query(ctx) },
+		func() bool { return r.retries(t) >= 2 }, func() { r.pg.Start(t) })
 	require.GreaterOrEqual(t, metricValue(t, r.d, "pg_doorman_server_connect_retries_total", "database", "postgres", "user", "rt"), 2.0)
 }
 

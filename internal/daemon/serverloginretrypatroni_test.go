@@ -83,21 +83,8 @@ func TestServerLoginRetryPatroniGate(t *testing.T) {
 		ctx := context.Background()
 		require.NoError(t, r.query(ctx))
 		r.pg.Stop(t)
-		done := make(chan error, 1)
-		go func() { done <- r.query(ctx) }()
-		require.Eventually(t, r.poolStat(t, func(_, _, retries uint64) bool { return retries >= 2 }), 15*time.Second, 10*time.Millisecond)
-		select {
-		case err := <-done:
-			t.Fatalf("the client did not wait for the server: %v", err)
-		default:
-		}
-		r.pg.Start(t)
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(15 * time.Second):
-			t.Fatal("the waiting client was not served within 15 s of PostgreSQL's start")
-		}
+		servedAfter(t, func() error { return r.query(ctx) },
+			r.poolStat(t, func(_, _, retries uint64) bool { return retries >= 2 }), func() { r.pg.Start(t) })
 		require.Positive(t, metricValue(t, r.d, "pg_doorman_patroni_leader_lock_checks_total", "result", "held"))
 		require.Zero(t, metricValue(t, r.d, "pg_doorman_server_login_retry_not_leader_total", "database", "postgres", "user", "rt"))
 	})
@@ -143,22 +130,10 @@ func TestServerLoginRetryPatroniInRecovery(t *testing.T) {
 		r.pg.Exec(t, "GRANT CREATE ON SCHEMA public TO rt")
 		require.NoError(t, r.exec(ctx, "CREATE TABLE before_crash(x int)"))
 		startInRecovery(t, r.pg)
-		done := make(chan error, 1)
-		go func() { done <- r.exec(ctx, "CREATE TABLE after_promotion(x int)") }()
-		require.Eventually(t, r.poolStat(t, func(_, inRecovery, _ uint64) bool { return inRecovery >= 2 }), 20*time.Second, 10*time.Millisecond,
-			"the client waits while the server is in recovery")
-		select {
-		case err := <-done:
-			t.Fatalf("the client was served by a server in recovery: %v", err)
-		default:
-		}
-		r.pg.Promote(t)
-		select {
-		case err := <-done:
-			require.NoError(t, err, "the write reaches the promoted server")
-		case <-time.After(20 * time.Second):
-			t.Fatal("the waiting client was not served within 20 s of the promotion")
-		}
+		// Held while the server is in recovery; the write then reaches
+		// the promoted server.
+		servedAfter(t, func() error { return r.exec(ctx, "CREATE TABLE after_promotion(x int)") },
+			r.poolStat(t, func(_, inRecovery, _ uint64) bool { return inRecovery >= 2 }), func() { r.pg.Promote(t) })
 		require.Positive(t, metricValue(t, r.d, "pg_doorman_server_connect_in_recovery_total", "database", "postgres", "user", "rt"))
 	})
 	t.Run("lock not held (a replica): served at once", func(t *testing.T) {
