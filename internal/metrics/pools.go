@@ -23,7 +23,7 @@ type poolSnapshot struct {
 	waitTimeouts, connectErrors    uint64
 	connectRetries                 uint64
 	retryNotLeader, inRecovery     uint64
-	leftWaiting                    uint64
+	leftWaiting, waitsCanceled     uint64
 	clients, active, waiting       int64
 
 	prepared      [6]uint64 // hit, miss, injected, client_eviction, server_eviction, cache_eviction
@@ -43,8 +43,8 @@ func snapshot(p *pooler.Pool) *poolSnapshot {
 		waitTime: st.WaitTime.Load(), waitCount: st.WaitCount.Load(),
 		waitTimeouts: st.WaitTimeouts.Load(), connectErrors: st.ConnectErrors.Load(), connectRetries: st.ConnectRetries.Load(),
 		retryNotLeader: st.RetryNotLeader.Load(), inRecovery: st.ConnectInRecovery.Load(),
-		leftWaiting: st.LeftWhileWaiting.Load(),
-		clients:     st.Clients.Load(), active: st.ClientsActive.Load(), waiting: st.ClientsWaiting.Load(),
+		leftWaiting: st.LeftWhileWaiting.Load(), waitsCanceled: st.WaitsCanceled.Load(),
+		clients: st.Clients.Load(), active: st.ClientsActive.Load(), waiting: st.ClientsWaiting.Load(),
 	}
 	if set := p.Settings(); set != nil && set.User != nil {
 		s.poolSize = set.User.PoolSize
@@ -131,6 +131,8 @@ var (
 		"New server connections of a pool closed and tried again because they came up in recovery while the local Patroni held the leader lock (a leader restarting in place, not promoted yet).")
 	leftWaitingDesc = poolDesc("pg_doorman_pools_clients_left_waiting_total",
 		"Clients of a pool found gone (end of file or reset on their socket) when a server connection came after a wait of 100 ms or more; their statements were not sent.")
+	waitsCanceledDesc = poolDesc("pg_doorman_pools_waits_canceled_total",
+		"Waits of clients of a pool for a server connection stopped by the client's cancel request; the statement was answered 57014 and not sent.")
 	scalingDesc = poolDesc("pg_doorman_pool_scaling",
 		"Pool pressure gauges of a pool: inflight_creates (backend connects in flight, bounded by scaling_max_parallel_creates).", "type")
 	scalingTotalDesc = poolDesc("pg_doorman_pool_scaling_total",
@@ -197,6 +199,7 @@ func allPoolSeries() []poolSeries {
 		counter(retryNotLeaderDesc, "", func(s *poolSnapshot) float64 { return float64(s.retryNotLeader) }),
 		counter(inRecoveryDesc, "", func(s *poolSnapshot) float64 { return float64(s.inRecovery) }),
 		counter(leftWaitingDesc, "", func(s *poolSnapshot) float64 { return float64(s.leftWaiting) }),
+		counter(waitsCanceledDesc, "", func(s *poolSnapshot) float64 { return float64(s.waitsCanceled) }),
 		counter(serverEventsDesc, "created", func(s *poolSnapshot) float64 { return float64(s.conns.Created) }),
 		counter(serverEventsDesc, "closed", func(s *poolSnapshot) float64 { return float64(s.conns.Closed) }),
 		counter(serverEventsDesc, "check_failed", func(s *poolSnapshot) float64 { return float64(s.conns.CheckFailures) }),

@@ -111,8 +111,26 @@ func (p *Pool) Settings() *Settings { return p.settings.Load() }
 func (p *Pool) Conns() *pool.Pool[*backend.Conn] { return p.conns }
 
 // Acquire waits for a server connection at most query_wait_timeout
-// (0 = no limit) and counts the wait.
-func (p *Pool) Acquire(ctx context.Context) (*Conn, error) {
+// (0 = no waiting: an idle connection or a connect now) and counts the
+// wait.
+func (p *Pool) Acquire(ctx context.Context) (*Conn, error) { return p.AcquireFor(ctx, nil) }
+
+// Waiter hears when a client starts and stops waiting in AcquireFor,
+// with the means to stop the wait: a cancel request for a statement that
+// has no server yet. Waiting and DoneWaiting are called only when the
+// client has to wait, never on the hot path.
+type Waiter interface {
+	Waiting(stop func())
+	DoneWaiting()
+}
+
+// ErrCanceled: the wait was stopped through the Waiter (the client's
+// cancel request), as PostgreSQL cancels a statement.
+var ErrCanceled = errors.New("canceling statement due to user request")
+
+// AcquireFor is Acquire for a client that may stop its wait (w may be
+// nil).
+func (p *Pool) AcquireFor(ctx context.Context, w Waiter) (*Conn, error) {
 	if c := p.conns.TryAcquire(ctx); c != nil {
 		p.Stats.WaitCount.Add(1)
 		return c, nil
@@ -127,6 +145,17 @@ func (p *Pool) Acquire(ctx context.Context) (*Conn, error) {
 		}
 		return c, err
 	}
+	var canceled context.Context
+	if w != nil {
+		var stop context.CancelCauseFunc
+		ctx, stop = context.WithCancelCause(ctx)
+		canceled = ctx
+		w.Waiting(func() { stop(ErrCanceled) })
+		defer func() {
+			w.DoneWaiting()
+			stop(nil)
+		}()
+	}
 	if d := s.General.QueryWaitTimeout; d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
@@ -140,6 +169,10 @@ func (p *Pool) Acquire(ctx context.Context) (*Conn, error) {
 	p.Stats.WaitTime.Add(uint64(wait.Microseconds()))
 	p.Stats.WaitCount.Add(1)
 	if err != nil {
+		if canceled != nil && errors.Is(context.Cause(canceled), ErrCanceled) {
+			p.Stats.WaitsCanceled.Add(1)
+			return nil, ErrCanceled
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			p.Stats.WaitTimeouts.Add(1)
 			return nil, ErrWaitTimeout

@@ -24,6 +24,9 @@ type Stats struct {
 	// ConnectInRecovery: new server connections closed because they came
 	// up in recovery while the local Patroni held the leader lock.
 	ConnectInRecovery atomic.Uint64
+	// WaitsCanceled: waits for a server stopped by the client's cancel
+	// request; the statement was answered 57014 and not sent.
+	WaitsCanceled atomic.Uint64
 	// LeftWhileWaiting: clients found gone (EOF, reset) when a server
 	// came after a wait; their statements were not run.
 	LeftWhileWaiting atomic.Uint64

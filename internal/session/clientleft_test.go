@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doorman-go/doorman/internal/app/apptest"
@@ -87,6 +88,62 @@ func TestClientLeftWhileWaiting(t *testing.T) {
 			require.NoError(t, holder.QueryRow(ctx, "SELECT count(*) FROM items WHERE id = $1", id).Scan(&n))
 			require.Zero(t, n, "the statement of the client that left was not run")
 			require.Equal(t, 1.0, appCounter(t, d, "pg_doorman_pools_clients_left_waiting_total"))
+		})
+	}
+}
+
+// TestCancelWhileWaiting: a cancel request for a client whose statement
+// waits for a server (the pool's only one is busy) cancels that statement
+// as PostgreSQL would: ERROR 57014 at once, the statement never sent, and
+// the session goes on. Simple and extended protocol.
+func TestCancelWhileWaiting(t *testing.T) {
+	for i, tc := range []struct {
+		name string
+		run  func(ctx context.Context, c *pgconn.PgConn, sql string) error
+	}{
+		{"simple", func(ctx context.Context, c *pgconn.PgConn, sql string) error {
+			_, err := c.Exec(ctx, sql).ReadAll()
+			return err
+		}},
+		{"extended", func(ctx context.Context, c *pgconn.PgConn, sql string) error {
+			return c.ExecParams(ctx, sql, nil, nil, nil, nil).Read().Err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := start(t, "", "transaction", 1)
+			ctx := context.Background()
+			dsn := d.DSN("app", "app-secret", "appdb")
+			holder := connect(t, dsn)
+			tx, err := holder.Begin(ctx)
+			require.NoError(t, err)
+			_, err = tx.Exec(ctx, "SELECT 1") // holds the pool's only server
+			require.NoError(t, err)
+
+			waiter, err := pgconn.Connect(ctx, dsn)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = waiter.Close(context.Background()) })
+			id := 7200 + i
+			done := make(chan error, 1)
+			go func() { done <- tc.run(ctx, waiter, fmt.Sprintf("INSERT INTO items VALUES (%d, 'canceled while waiting')", id)) }()
+			p, ok := d.Daemon.Pools.Lookup("appdb", "app")
+			require.True(t, ok)
+			require.Eventually(t, func() bool { return p.Stats.ClientsWaiting.Load() >= 1 }, 5*time.Second, 5*time.Millisecond)
+			require.NoError(t, waiter.CancelRequest(ctx))
+			select {
+			case err := <-done:
+				var pe *pgconn.PgError
+				require.ErrorAs(t, err, &pe)
+				require.Equal(t, "57014", pe.Code, "%v", err)
+			case <-time.After(5 * time.Second):
+				t.Fatal("the cancelled statement was not answered while the server stayed busy")
+			}
+			require.NoError(t, tx.Commit(ctx))
+			// The session goes on, and the cancelled statement never ran.
+			require.NoError(t, tc.run(ctx, waiter, "SELECT 1"))
+			var n int
+			require.NoError(t, holder.QueryRow(ctx, "SELECT count(*) FROM items WHERE id = $1", id).Scan(&n))
+			require.Zero(t, n)
+			require.Equal(t, 1.0, appCounter(t, d, "pg_doorman_pools_waits_canceled_total"))
 		})
 	}
 }

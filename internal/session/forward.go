@@ -129,7 +129,15 @@ func (s *Session) loop(ctx context.Context) error {
 		}
 		// f aliases the reader's buffer; Acquire does not touch the reader.
 		if srv, err = s.forward(ctx, typ, f, sbuf); err != nil {
-			return err
+			if !errors.Is(err, pooler.ErrCanceled) {
+				return err
+			}
+			putBuf(sbuf) // nothing in it: the request was the first for a server
+			sbuf = nil
+			if err := s.answerCanceled(typ, f == nil, n); err != nil {
+				return err
+			}
+			continue
 		}
 		if grownSize(s.crd) > 0 && s.crd.Buffered() < protocol.DefaultBufferSize {
 			// f has been used: a buffer grown for it goes back now, not

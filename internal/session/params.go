@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -56,6 +57,45 @@ func defaultAppName(client string, set *pooler.Settings) string {
 // (afterFlush). The SETs that bring the connection's
 // parameters to the client's go into sbuf, ahead of the client's bytes, so
 // that they cost no round trip of their own.
+// waitHook is the Session as the pool's Waiter: while the client waits
+// for a server, its cancel request stops the wait (forwardCancel).
+type waitHook Session
+
+func (h *waitHook) Waiting(stop func()) {
+	s := (*Session)(h)
+	s.mu.Lock()
+	s.stopWait = stop
+	s.mu.Unlock()
+}
+
+func (h *waitHook) DoneWaiting() {
+	s := (*Session)(h)
+	s.mu.Lock()
+	s.stopWait = nil
+	s.mu.Unlock()
+}
+
+// answerCanceled answers a request whose wait for a server the client's
+// cancel request stopped, as PostgreSQL answers a cancelled statement:
+// 57014, then ReadyForQuery for a simple query, a function call or a
+// Sync; any other extended-protocol message skips to its Sync. The frame is dropped first
+// if it was not read (a message to be streamed).
+func (s *Session) answerCanceled(typ byte, unread bool, frameLen int) error {
+	if unread {
+		if err := s.discardFrame(frameLen); err != nil {
+			return s.clientReadError(err)
+		}
+	}
+	b := protocol.AppendError(nil, "ERROR", "57014", pooler.ErrCanceled.Error())
+	switch typ {
+	case protocol.MsgQuery, protocol.MsgFunctionCall, protocol.MsgSync:
+		b = protocol.ReadyForQuery{TxStatus: protocol.TxIdle}.Encode(b)
+	default:
+		s.skipToSync = true
+	}
+	return s.Write(b)
+}
+
 // leftCheckAfter: a wait for a server at least this long is followed by a
 // look at whether the client is still there (one non-blocking peek; a
 // server handed over at once costs nothing).
@@ -65,9 +105,12 @@ func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error
 	s.state.Store(StateWaiting)
 	s.pool.Stats.ClientsActive.Add(1)
 	asked := time.Now()
-	c, err := s.pool.Acquire(ctx)
+	c, err := s.pool.AcquireFor(ctx, (*waitHook)(s))
 	if err != nil {
 		s.pool.Stats.ClientsActive.Add(-1)
+		if errors.Is(err, pooler.ErrCanceled) {
+			return nil, err // answered by the client loop (answerCanceled)
+		}
 		return nil, s.acquireFailed(err)
 	}
 	if time.Since(asked) >= leftCheckAfter && clientLeft(s.raw) {

@@ -113,6 +113,9 @@ type Session struct {
 	closing bool          // the client is gone: serverLoop must not release into a session
 	killed  bool
 	wake    bool // serverLoop must emit fake answers now (see rw)
+	// stopWait ends the client's wait for a server (pooler.Waiter), nil
+	// when it does not wait.
+	stopWait func()
 	// cancels counts cancel requests being forwarded to srv; Add only
 	// under mu while srv is attached, Wait before srv goes back to the pool.
 	cancels sync.WaitGroup
@@ -471,6 +474,14 @@ func (s *Session) forwardCancel(ctx context.Context, m *protocol.CancelRequest) 
 		return
 	}
 	target.mu.Lock()
+	if stop := target.stopWait; target.srv == nil && stop != nil {
+		// Waiting for a server: nothing was sent, the statement is
+		// cancelled here (answerCanceled).
+		target.stopWait = nil
+		target.mu.Unlock()
+		stop()
+		return
+	}
 	var srv *backend.Conn
 	if target.srv != nil && !target.closing {
 		// A client that is gone has nothing to cancel: its server is
