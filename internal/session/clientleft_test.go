@@ -124,7 +124,9 @@ func TestCancelWhileWaiting(t *testing.T) {
 			t.Cleanup(func() { _ = waiter.Close(context.Background()) })
 			id := 7200 + i
 			done := make(chan error, 1)
-			go func() { done <- tc.run(ctx, waiter, fmt.Sprintf("INSERT INTO items VALUES (%d, 'canceled while waiting')", id)) }()
+			go func() {
+				done <- tc.run(ctx, waiter, fmt.Sprintf("INSERT INTO items VALUES (%d, 'canceled while waiting')", id))
+			}()
 			p, ok := d.Daemon.Pools.Lookup("appdb", "app")
 			require.True(t, ok)
 			require.Eventually(t, func() bool { return p.Stats.ClientsWaiting.Load() >= 1 }, 5*time.Second, 5*time.Millisecond)
