@@ -52,11 +52,6 @@ func defaultAppName(client string, set *pooler.Settings) string {
 	return set.DB.ApplicationName
 }
 
-// attach acquires a server connection for the message the client just
-// sent; who reads the server is decided once the messages are written
-// (afterFlush). The SETs that bring the connection's
-// parameters to the client's go into sbuf, ahead of the client's bytes, so
-// that they cost no round trip of their own.
 // waitHook is the Session as the pool's Waiter: while the client waits
 // for a server, its cancel request stops the wait (forwardCancel).
 type waitHook Session
@@ -78,8 +73,8 @@ func (h *waitHook) DoneWaiting() {
 // answerCanceled answers a request whose wait for a server the client's
 // cancel request stopped, as PostgreSQL answers a cancelled statement:
 // 57014, then ReadyForQuery for a simple query, a function call or a
-// Sync; any other extended-protocol message skips to its Sync. The frame is dropped first
-// if it was not read (a message to be streamed).
+// Sync; any other extended-protocol message skips to its Sync. The frame
+// is dropped first if it was not read (a message to be streamed).
 func (s *Session) answerCanceled(typ byte, unread bool, frameLen int) error {
 	if unread {
 		if err := s.discardFrame(frameLen); err != nil {
@@ -101,6 +96,11 @@ func (s *Session) answerCanceled(typ byte, unread bool, frameLen int) error {
 // server handed over at once costs nothing).
 const leftCheckAfter = 100 * time.Millisecond
 
+// attach acquires a server connection for the message the client just
+// sent; who reads the server is decided once the messages are written
+// (afterFlush). The SETs that bring the connection's
+// parameters to the client's go into sbuf, ahead of the client's bytes, so
+// that they cost no round trip of their own.
 func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error) {
 	s.state.Store(StateWaiting)
 	s.pool.Stats.ClientsActive.Add(1)
