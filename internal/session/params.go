@@ -52,50 +52,6 @@ func defaultAppName(client string, set *pooler.Settings) string {
 	return set.DB.ApplicationName
 }
 
-// waitHook is the Session as the pool's Waiter: while the client waits
-// for a server, its cancel request stops the wait (forwardCancel).
-type waitHook Session
-
-func (h *waitHook) Waiting(stop func()) {
-	s := (*Session)(h)
-	s.mu.Lock()
-	s.stopWait = stop
-	s.mu.Unlock()
-}
-
-func (h *waitHook) DoneWaiting() {
-	s := (*Session)(h)
-	s.mu.Lock()
-	s.stopWait = nil
-	s.mu.Unlock()
-}
-
-// answerCanceled answers a request whose wait for a server the client's
-// cancel request stopped, as PostgreSQL answers a cancelled statement:
-// 57014, then ReadyForQuery for a simple query, a function call or a
-// Sync; any other extended-protocol message skips to its Sync. The frame
-// is dropped first if it was not read (a message to be streamed).
-func (s *Session) answerCanceled(typ byte, unread bool, frameLen int) error {
-	if unread {
-		if err := s.discardFrame(frameLen); err != nil {
-			return s.clientReadError(err)
-		}
-	}
-	b := protocol.AppendError(nil, "ERROR", "57014", pooler.ErrCanceled.Error())
-	switch typ {
-	case protocol.MsgQuery, protocol.MsgFunctionCall, protocol.MsgSync:
-		b = protocol.ReadyForQuery{TxStatus: protocol.TxIdle}.Encode(b)
-	default:
-		s.skipToSync = true
-	}
-	return s.Write(b)
-}
-
-// leftCheckAfter: a wait for a server at least this long is followed by a
-// look at whether the client is still there (one non-blocking peek; a
-// server handed over at once costs nothing).
-const leftCheckAfter = 100 * time.Millisecond
-
 // attach acquires a server connection for the message the client just
 // sent; who reads the server is decided once the messages are written
 // (afterFlush). The SETs that bring the connection's
@@ -104,7 +60,7 @@ const leftCheckAfter = 100 * time.Millisecond
 func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error) {
 	s.state.Store(StateWaiting)
 	s.pool.Stats.ClientsActive.Add(1)
-	asked := time.Now()
+	s.waited = false
 	c, err := s.pool.AcquireFor(ctx, (*waitHook)(s))
 	if err != nil {
 		s.pool.Stats.ClientsActive.Add(-1)
@@ -113,7 +69,9 @@ func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error
 		}
 		return nil, s.acquireFailed(err)
 	}
-	if time.Since(asked) >= leftCheckAfter && clientLeft(s.raw) {
+	// Only after a wait (the pool called Waiting): a server handed over
+	// at once costs nothing, not even a clock read.
+	if s.waited && clientLeft(s.raw) {
 		// The client gave up while it waited (its connect or statement
 		// timeout, a reset): its statement is not run, as PostgreSQL's
 		// client_connection_check_interval would cancel it.

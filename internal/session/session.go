@@ -16,7 +16,6 @@ import (
 
 	"github.com/doorman-go/doorman/internal/auth/hba"
 	"github.com/doorman-go/doorman/internal/auth/pam"
-	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/clienttls"
 	"github.com/doorman-go/doorman/internal/config"
 	"github.com/doorman-go/doorman/internal/idlepark"
@@ -116,6 +115,8 @@ type Session struct {
 	// stopWait ends the client's wait for a server (pooler.Waiter), nil
 	// when it does not wait.
 	stopWait func()
+	// waited: the last Acquire had to wait (owned by the client loop).
+	waited bool
 	// cancels counts cancel requests being forwarded to srv; Add only
 	// under mu while srv is attached, Wait before srv goes back to the pool.
 	cancels sync.WaitGroup
@@ -466,41 +467,6 @@ func (s *Session) startupRefused(err error) {
 	}
 	s.loginFailed("protocol")
 	s.fatal(code, msg)
-}
-
-func (s *Session) forwardCancel(ctx context.Context, m *protocol.CancelRequest) {
-	target := s.env.Clients.byCancelKey(m.ProcessID, m.SecretKey)
-	if target == nil {
-		return
-	}
-	target.mu.Lock()
-	if stop := target.stopWait; target.srv == nil && stop != nil {
-		// Waiting for a server: nothing was sent, the statement is
-		// cancelled here (answerCanceled).
-		target.stopWait = nil
-		target.mu.Unlock()
-		stop()
-		return
-	}
-	var srv *backend.Conn
-	if target.srv != nil && !target.closing {
-		// A client that is gone has nothing to cancel: its server is
-		// rolled back or destroyed anyway. Otherwise the target must not
-		// give the server to another client before this cancel has been
-		// delivered, or the cancel would hit that client's statement.
-		srv = target.srv.Value
-		target.cancels.Add(1)
-	}
-	target.mu.Unlock()
-	if srv == nil {
-		return
-	}
-	defer target.cancels.Done()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := srv.Cancel(ctx); err != nil {
-		s.logger().Warn("cancel request failed", zap.Error(err))
-	}
 }
 
 // fatal sends a FATAL ErrorResponse; the caller then ends the session,

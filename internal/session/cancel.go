@@ -1,0 +1,91 @@
+package session
+
+// Cancel requests: forwarded to the server a client has, or, while the
+// client waits for one, answered here for the statement not yet sent.
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/doorman-go/doorman/internal/backend"
+	"github.com/doorman-go/doorman/internal/pooler"
+	"github.com/doorman-go/doorman/internal/protocol"
+)
+
+// forwardCancel acts on a cancel request for the session with its key.
+func (s *Session) forwardCancel(ctx context.Context, m *protocol.CancelRequest) {
+	target := s.env.Clients.byCancelKey(m.ProcessID, m.SecretKey)
+	if target == nil {
+		return
+	}
+	target.mu.Lock()
+	if stop := target.stopWait; target.srv == nil && stop != nil {
+		// Waiting for a server: nothing was sent, the statement is
+		// cancelled here (answerCanceled).
+		target.stopWait = nil
+		target.mu.Unlock()
+		stop()
+		return
+	}
+	var srv *backend.Conn
+	if target.srv != nil && !target.closing {
+		// A client that is gone has nothing to cancel: its server is
+		// rolled back or destroyed anyway. Otherwise the target must not
+		// give the server to another client before this cancel has been
+		// delivered, or the cancel would hit that client's statement.
+		srv = target.srv.Value
+		target.cancels.Add(1)
+	}
+	target.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	defer target.cancels.Done()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := srv.Cancel(ctx); err != nil {
+		s.logger().Warn("cancel request failed", zap.Error(err))
+	}
+}
+
+// waitHook is the Session as the pool's Waiter: while the client waits
+// for a server, its cancel request stops the wait (forwardCancel).
+type waitHook Session
+
+func (h *waitHook) Waiting(stop func()) {
+	s := (*Session)(h)
+	s.waited = true // called by Acquire in the client loop's goroutine
+	s.mu.Lock()
+	s.stopWait = stop
+	s.mu.Unlock()
+}
+
+func (h *waitHook) DoneWaiting() {
+	s := (*Session)(h)
+	s.mu.Lock()
+	s.stopWait = nil
+	s.mu.Unlock()
+}
+
+// answerCanceled answers a request whose wait for a server the client's
+// cancel request stopped, as PostgreSQL answers a cancelled statement:
+// 57014, then ReadyForQuery for a simple query, a function call or a
+// Sync; any other extended-protocol message skips to its Sync. The frame
+// is dropped first if it was not read (a message to be streamed).
+func (s *Session) answerCanceled(typ byte, unread bool, frameLen int) error {
+	if unread {
+		if err := s.discardFrame(frameLen); err != nil {
+			return s.clientReadError(err)
+		}
+	}
+	b := protocol.AppendError(nil, "ERROR", "57014", pooler.ErrCanceled.Error())
+	switch typ {
+	case protocol.MsgQuery, protocol.MsgFunctionCall, protocol.MsgSync:
+		b = protocol.ReadyForQuery{TxStatus: protocol.TxIdle}.Encode(b)
+	default:
+		s.skipToSync = true
+	}
+	return s.Write(b)
+}
