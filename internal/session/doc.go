@@ -27,8 +27,10 @@
 // While a client sits idle between transactions it holds no server
 // connection and, after idleRelease, no read buffer (the Reader releases
 // it) and, over plaintext, no goroutine: it is parked in Env.Parker and
-// resume continues it in a new goroutine. A parked client also drops its
-// Reader and a rewriter with nothing in it; resume makes them again.
+// resume continues it in a new goroutine. A client that has sent nothing
+// since its welcome is parked at once, without the idleRelease wait. A
+// parked client also drops its Reader, a rewriter with nothing in it and
+// the rawio wrapper of its socket; resume makes them again.
 // Socket reads and writes go through internal/rawio.
 //
 // In transaction mode with prepared_statements a rewriter (rewriter.go)

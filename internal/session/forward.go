@@ -17,6 +17,7 @@ import (
 	"github.com/doorman-go/doorman/internal/idlepark"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/protocol"
+	"github.com/doorman-go/doorman/internal/rawio"
 )
 
 var zeroTime time.Time
@@ -270,6 +271,21 @@ func (s *Session) peekClient(ctx context.Context) (byte, int, error) {
 		s.resumed = false
 		return s.crd.PeekHeader()
 	}
+	if s.fresh {
+		// The first read after the welcome: a client that has sent
+		// nothing yet (a driver's pool opening connections ahead of use)
+		// is parked at once instead of after idleRelease, so that a burst
+		// of logins does not keep a goroutine stack per client for that
+		// long. One ioctl; a byte that arrives after it wakes the park at
+		// once (level triggered).
+		s.fresh = false
+		if s.crd.Buffered() == 0 && !s.migrating.Load() && s.attached() == nil && !unreadInput(s.raw) {
+			s.crd.Release()
+			if s.park(ctx) {
+				return 0, 0, errParked
+			}
+		}
+	}
 	for {
 		if s.crd.Buffered() > 0 {
 			return s.crd.PeekHeader()
@@ -312,7 +328,7 @@ func (s *Session) peekClient(ctx context.Context) (byte, int, error) {
 // *tls.Conn may hold decrypted bytes the socket no longer shows.
 func (s *Session) park(ctx context.Context) bool {
 	pk := s.env.Parker
-	if pk == nil || s.tlsInfo != "" || s.crd.Buffered() > 0 {
+	if pk == nil || s.tls != nil || s.crd.Buffered() > 0 {
 		return false
 	}
 	sc, ok := s.nc.(syscall.Conn)
@@ -336,13 +352,19 @@ func (s *Session) park(ctx context.Context) bool {
 	// The wake may already run, but resume takes mu first: until we
 	// return, the session is still ours. So that a parked client keeps
 	// only what resuming needs, drop the Reader (its buffer is already
-	// released), a rewriter with nothing in it and the error of the wait
-	// that ended in this park.
+	// released), a rewriter with nothing in it, the error of the wait
+	// that ended in this park and the rawio wrapper of the socket (nc is
+	// the socket itself while parked; wmu, because Write reads nc under
+	// it alone).
 	s.crd = nil
 	s.guard.readErr = nil
+	s.guard.nc = nil
 	if s.rw != nil && s.rw.blank() {
 		s.rw, s.rwParked = nil, true
 	}
+	s.wmu.Lock()
+	s.nc = s.raw
+	s.wmu.Unlock()
 	return true
 }
 
@@ -353,6 +375,10 @@ func (s *Session) park(ctx context.Context) bool {
 func (s *Session) resume(ctx context.Context) {
 	s.mu.Lock()
 	s.parked = false
+	s.wmu.Lock()
+	s.nc = rawio.Wrap(s.raw)
+	s.wmu.Unlock()
+	s.guard.nc = s.nc
 	s.crd = protocol.NewReader(&s.guard, 0, MaxClientMessage)
 	if s.rwParked {
 		s.rw = newRewriter(s.pool, s.User)

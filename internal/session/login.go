@@ -257,14 +257,14 @@ func methodFor(rule hba.Rule, verifier string) credMethod {
 
 // hbaRequest is what pg_hba rules match on, TLS as negotiated.
 func (s *Session) hbaRequest() hba.Request {
-	return hba.Request{Local: s.Local, TLS: s.tlsInfo != "", Addr: s.clientAddr(), Database: s.Database, User: s.User}
+	return hba.Request{Local: s.Local, TLS: s.tls != nil, Addr: s.clientAddr(), Database: s.Database, User: s.User}
 }
 
 // noHBAEntry sends PostgreSQL's (15) refusal when no rule matches, which
 // ends with the connection's encryption.
 func (s *Session) noHBAEntry() {
 	enc := "no encryption"
-	if s.tlsInfo != "" {
+	if s.tls != nil {
 		enc = "SSL encryption"
 	}
 	s.fatal("28000", fmt.Sprintf("no pg_hba.conf entry for host %q, user %q, database %q, %s", s.addrString(), s.User, s.Database, enc))
@@ -356,8 +356,8 @@ func (s *Session) authMD5(verifier string, refetch func() string) error {
 func (s *Session) authSCRAM(v auth.SCRAMVerifier, refetch func() string) ([]byte, error) {
 	// On TLS SCRAM-SHA-256-PLUS is offered first, as PostgreSQL does.
 	var endPoint []byte
-	if s.tlsMaterial != nil {
-		endPoint = s.tlsMaterial.EndPoint
+	if s.tls != nil && s.tls.material != nil {
+		endPoint = s.tls.material.EndPoint
 	}
 	mechs := []string{auth.SCRAMMechanism}
 	if endPoint != nil {

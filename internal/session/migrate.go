@@ -72,7 +72,7 @@ func (s *Session) Migrate(m Migrator) bool {
 		s.migrating.Store(true)
 	}
 	if s.parked && s.env.Parker != nil {
-		if sc, ok := s.nc.(syscall.Conn); ok {
+		if sc, ok := s.raw.(syscall.Conn); ok {
 			s.env.Parker.Unpark(sc) // resume runs in a new goroutine and hands off
 		}
 	}
@@ -87,7 +87,7 @@ func (s *Session) CanMigrate() bool {
 	default:
 		return false
 	}
-	return !s.Admin && s.tlsInfo == "" && s.pool != nil && s.pool.Settings().Mode() == "transaction"
+	return !s.Admin && s.tls == nil && s.pool != nil && s.pool.Settings().Mode() == "transaction"
 }
 
 // idleForMigration: no server attached and nothing of the client's read
@@ -202,5 +202,6 @@ func (s *Session) startRun(ctx context.Context) error {
 	s.guard = stallGuard{nc: s.nc, timeout: g.ProxyCopyDataTimeout}
 	s.crd = protocol.NewReader(&s.guard, 0, MaxClientMessage)
 	s.cmem = memlimit.NewAccount(s.env.Memory)
+	s.fresh = true
 	return s.run(ctx)
 }

@@ -136,6 +136,7 @@ type Session struct {
 	counted    bool   // in the pool's client count
 	parked     bool   // under mu: held by env.Parker, no goroutine
 	resumed    bool   // woken by the Parker: the next read does not wait
+	fresh      bool   // the next read is the first after the welcome (see peekClient)
 	// While parked, crd is nil and a blank rw is dropped (rwParked says
 	// there was one): resume makes new ones, so that an idle client keeps
 	// neither (see park).
@@ -154,16 +155,15 @@ type Session struct {
 	// check fails: "" means "password"; set for mock exchanges.
 	authReason string
 
-	// Set by the TLS handshake during startup, read-only afterwards.
-	tlsMaterial *clienttls.Material // the certificate the client was shown
-	tlsInfo     string              // SHOW CLIENTS tls column
-	tlsPeer     string              // subject of the client certificate, if any
+	// Set by the TLS handshake during startup, read-only afterwards; nil
+	// for a plaintext client (most of them: a pointer, not three fields,
+	// in every idle client).
+	tls *tlsState
 
 	cancelPID, cancelSecret uint32
 	clientParams            map[string]string // what the client is told in the welcome; nil after it
 	tracked                 trackedParams     // what the client has been told, of the parameters that matter after the welcome
 	params                  paramSync         // SETs of tracked ahead of the client's messages
-	sbuf                    []byte            // bytes for the server, owned by Serve
 
 	// Owned by the client loop.
 	guard      stallGuard       // under crd: bounds a message's reads once it has begun
@@ -210,7 +210,11 @@ func (s *Session) ServerPID() uint32 {
 func (s *Session) CancelKey() (pid, secret uint32) { return s.cancelPID, s.cancelSecret }
 
 // Conn returns the client socket (admin console).
-func (s *Session) Conn() net.Conn { return s.nc }
+func (s *Session) Conn() net.Conn {
+	s.mu.Lock() // park and resume swap nc under mu
+	defer s.mu.Unlock()
+	return s.nc
+}
 
 // Reader returns the client Reader (admin console).
 func (s *Session) Reader() *protocol.Reader { return s.crd }
@@ -227,10 +231,11 @@ func (s *Session) Write(b []byte) error {
 func (s *Session) Kill(code, msg string) {
 	s.mu.Lock()
 	s.killed = true
+	nc := s.nc // resume swaps it under mu
 	if s.parked && s.env.Parker != nil {
 		// Take the socket back first: the Parker owns it while parked.
 		// The session resumes, finds the socket closed and ends.
-		if sc, ok := s.nc.(syscall.Conn); ok {
+		if sc, ok := s.raw.(syscall.Conn); ok {
 			s.env.Parker.Unpark(sc)
 		}
 	}
@@ -246,14 +251,14 @@ func (s *Session) Kill(code, msg string) {
 	if driven != nil {
 		defer func() { _ = driven.Value.Abort() }()
 	}
-	_ = s.nc.SetWriteDeadline(time.Now().Add(time.Second))
+	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
 	_ = s.Write(protocol.AppendError(nil, "FATAL", code, msg))
 	if tc, ok := s.raw.(*net.TCPConn); ok {
 		// A graceful close, so the client reads the error before the
 		// connection ends (tcp_so_linger 0 would send a reset).
 		_ = tc.SetLinger(-1)
 	}
-	_ = s.nc.Close()
+	_ = nc.Close()
 }
 
 // Serve runs a client connection to its end. It closes nc and then calls
@@ -319,7 +324,7 @@ func (s *Session) serve(ctx context.Context) error {
 	_ = s.nc.SetDeadline(time.Time{})
 	if s.general().LogClientConnections {
 		s.logger().Info("client connected", zap.Stringer("addr", s.RemoteAddr), zap.String("application_name", s.AppName),
-			zap.String("tls", s.tlsInfo), zap.String("client_certificate", s.tlsPeer))
+			zap.String("tls", s.TLS()), zap.String("client_certificate", s.tlsPeer()))
 	}
 	s.pool.Stats.Clients.Add(1)
 	s.counted = true
@@ -399,7 +404,7 @@ func (s *Session) readStartup(ctx context.Context) (*protocol.StartupMessage, er
 			s.forwardCancel(ctx, m)
 			return nil, nil
 		case *protocol.StartupMessage:
-			if s.tlsInfo == "" && s.env.TLS.Required() && !s.Local {
+			if s.tls == nil && s.env.TLS.Required() && !s.Local {
 				s.countConnection("plain")
 				s.loginFailed("tls_required")
 				s.fatal("08P01", "SSL required")
@@ -419,7 +424,7 @@ func (s *Session) readStartup(ctx context.Context) (*protocol.StartupMessage, er
 // connKind is the type label of pg_doorman_connection_count for a client
 // that sent its StartupMessage.
 func (s *Session) connKind() string {
-	if s.tlsInfo != "" {
+	if s.tls != nil {
 		return "tls"
 	}
 	return "plain"
@@ -492,7 +497,7 @@ func (s *Session) close() {
 		closeGracefully(s.raw)
 		return
 	}
-	if tc, ok := s.raw.(*net.TCPConn); ok && s.tlsInfo != "" {
+	if tc, ok := s.raw.(*net.TCPConn); ok && s.tls != nil {
 		// A TLS client answers our close_notify (or sends its own after
 		// Terminate, as pgx and libpq do): with tcp_so_linger 0 the reset
 		// makes that write fail and pgx's Close report an error. A TLS

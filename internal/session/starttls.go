@@ -136,17 +136,37 @@ func (s *Session) handshake(ctx context.Context, conn net.Conn, direct bool) err
 		return errors.New("direct TLS without ALPN")
 	}
 	s.tlsCount("")
-	s.tlsMaterial = m
-	s.tlsInfo = clienttls.ConnInfo(st)
+	t := &tlsState{material: m, info: clienttls.ConnInfo(st)}
 	if len(st.PeerCertificates) > 0 {
-		s.tlsPeer = st.PeerCertificates[0].Subject.String()
+		t.peer = st.PeerCertificates[0].Subject.String()
 	}
+	s.tls = t
 	return nil
+}
+
+// tlsState is what the TLS handshake of a client leaves for the session.
+type tlsState struct {
+	material *clienttls.Material // the certificate the client was shown
+	info     string              // SHOW CLIENTS tls column
+	peer     string              // subject of the client certificate, if any
 }
 
 // TLS is the client connection's TLS state as SHOW CLIENTS shows it
 // ("TLSv1.3/TLS_AES_128_GCM_SHA256/ECDH=X25519"), "" in plaintext.
-func (s *Session) TLS() string { return s.tlsInfo }
+func (s *Session) TLS() string {
+	if s.tls == nil {
+		return ""
+	}
+	return s.tls.info
+}
+
+// tlsPeer is the subject of the client certificate, "" without one.
+func (s *Session) tlsPeer() string {
+	if s.tls == nil {
+		return ""
+	}
+	return s.tls.peer
+}
 
 func (s *Session) tlsCount(reason string) {
 	if m, ok := s.env.Metrics.(TLSMetrics); ok {
