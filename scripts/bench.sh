@@ -13,12 +13,13 @@
 # BENCH_JSON=<file> (also save raw results; re-render with
 # `go run ./bench/cmd/benchrun -render <file>`), BENCH_TLS_CLIENTS (10,100),
 # BENCH_TLS_CONNECT_CLIENTS (10, for pgbench -C), BENCH_ONLY=proxy (only the
-# patroni_proxy part) or BENCH_ONLY=tls (only the TLS part).
+# patroni_proxy part), BENCH_ONLY=tls (only the TLS part) or BENCH_ONLY=idle
+# (only the idle-client memory test; prints its figures, writes no file).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${BENCH_ONLY:-}" in
-  ""|proxy|tls) ;;
-  *) echo "bench.sh: BENCH_ONLY=$BENCH_ONLY: want proxy or tls" >&2; exit 2 ;;
+  ""|proxy|tls|idle) ;;
+  *) echo "bench.sh: BENCH_ONLY=$BENCH_ONLY: want proxy, tls or idle" >&2; exit 2 ;;
 esac
 scripts/deps.sh bench
 [ -x bin/pg_doorman ] && [ -x bin/patroni_proxy ] || make -s build
@@ -32,7 +33,7 @@ if [ "${BENCH_ONLY:-}" != proxy ]; then
   # docs/benchmarks-tls.md.
   go run ./bench/cmd/benchrun -doorman bin/pg_doorman -out docs/benchmarks.md -tls-out docs/benchmarks-tls.md ${BENCH_JSON:+-json "$BENCH_JSON"} "$@"
 fi
-[ "${BENCH_ONLY:-}" != tls ] || exit 0
+case "${BENCH_ONLY:-}" in tls|idle) exit 0 ;; esac
 # patroni_proxy: pgbench -S through the proxy (bin/patroni_proxy as a child
 # of the test) and through HAProxy against the same PostgreSQL directly
 # (runs before and after), with each proxy's CPU per transaction, written

@@ -71,9 +71,10 @@ func parseStatus(r io.Reader) (Memory, error) {
 // IdleResult is the memory a pooler needed for Clients idle clients.
 type IdleResult struct {
 	Pooler      string
-	Clients     int // asked for
-	Opened      int // connected and authenticated
-	Before      Memory
+	Clients     int    // asked for
+	Opened      int    // connected and authenticated
+	Started     Memory // before the warm-up client
+	Before      Memory // with the warm-up client connected
 	After       Memory
 	ConnectTime time.Duration
 	Err         string // first connect error, "" when all opened
@@ -95,12 +96,31 @@ const idleConnectWorkers = 32
 // settleTimeout bounds waiting for the RSS to stop moving.
 const settleTimeout = 5 * time.Second
 
-// measureIdle opens n authenticated connections to p, leaves them idle,
-// reads the pooler's memory and closes them.
+// FirstClient is the RSS growth of the warm-up client, in bytes: what the
+// first login costs once (the pooler's first server connection and its
+// buffers, the pool itself), which the per-client figure leaves out.
+func (r IdleResult) FirstClient() int64 { return r.Before.RSS - r.Started.RSS }
+
+// measureIdle opens one warm-up connection to p, then n authenticated
+// connections, leaves them idle, reads the pooler's memory and closes them.
+// The warm-up connection makes the pooler open its first server connection
+// before the "before" reading, so that what the n clients add is their
+// own cost (internal/session's TestParkedClientMemory warms up the same way).
 func measureIdle(ctx context.Context, p *pooler, n int) (IdleResult, error) {
 	res := IdleResult{Pooler: p.name, Clients: n}
 	var err error
-	if res.Before, err = readMemory(p.proc.PID()); err != nil {
+	if res.Started, err = readMemory(p.proc.PID()); err != nil {
+		return res, err
+	}
+	warm, err := pgconn.Connect(ctx, p.dsn(benchDB))
+	if err != nil {
+		return res, fmt.Errorf("warm-up client: %w", err)
+	}
+	defer func() { _ = warm.Close(ctx) }()
+	if err := warm.Exec(ctx, "SELECT 1").Close(); err != nil {
+		return res, fmt.Errorf("warm-up client: %w", err)
+	}
+	if res.Before, err = settledMemory(ctx, p.proc.PID()); err != nil {
 		return res, err
 	}
 	start := time.Now()

@@ -50,4 +50,5 @@ func TestIdlePerClient(t *testing.T) {
 	r := IdleResult{Opened: 2000, Before: Memory{RSS: 10 << 20}, After: Memory{RSS: 10<<20 + 2000*512}}
 	require.InDelta(t, 512, r.PerClient(), 1e-9)
 	require.Zero(t, IdleResult{}.PerClient())
+	require.EqualValues(t, 1<<20, IdleResult{Started: Memory{RSS: 9 << 20}, Before: Memory{RSS: 10 << 20}}.FirstClient())
 }

@@ -69,6 +69,12 @@ func Run(ctx context.Context, s Settings, progress io.Writer) (Report, error) {
 	cfg := poolerConfig{dir: dir, pgPort: pg.Port, verifier: pg.verifier, poolSize: s.PoolSize,
 		prepSize: s.PreparedPoolSize, maxClients: slices.Max(append([]int{0}, idleCounts...)) + s.MaxClients() + 100}
 	rn := &runner{pgbench: pgbenchBin, settings: s, logDir: dir, progress: progress}
+	if s.Only == OnlyIdle {
+		err := runIdleAll(ctx, s, idleCounts, cfg, progress, &rep)
+		rep.Machine.LoadAfter = loadAverage()
+		rep.Elapsed = time.Since(rep.Date).Round(time.Second)
+		return rep, err
+	}
 	if s.Only != OnlyTLS {
 		if err := runLoad(ctx, s, cfg, rn, &rep); err != nil {
 			return rep, err
@@ -99,8 +105,8 @@ func runIdleAll(ctx context.Context, s Settings, counts []int, cfg poolerConfig,
 				return err
 			}
 			res.AtLimit = s.IdleCounts[i] == IdleMax
-			fmt.Fprintf(progress, "idle clients: %s holds %d of %d clients with %.0f bytes each, opened in %s\n",
-				res.Pooler, res.Opened, n, res.PerClient(), res.ConnectTime.Round(time.Millisecond))
+			fmt.Fprintf(progress, "idle clients: %s holds %d of %d clients with %.0f bytes each (first client %d bytes), opened in %s\n",
+				res.Pooler, res.Opened, n, res.PerClient(), res.FirstClient(), res.ConnectTime.Round(time.Millisecond))
 			rep.Idle = append(rep.Idle, res)
 		}
 	}

@@ -91,10 +91,10 @@ func (s Settings) ApplyEnv(getenv func(string) string) (Settings, error) {
 	// "proxy" is scripts/bench.sh's knob for the patroni_proxy part, which
 	// does not run benchrun at all.
 	switch v := getenv("BENCH_ONLY"); v {
-	case "", OnlyTLS:
+	case "", OnlyTLS, OnlyIdle:
 		s.Only = v
 	default:
-		errs = append(errs, fmt.Errorf("BENCH_ONLY=%q: want tls (benchrun) or proxy (scripts/bench.sh)", v))
+		errs = append(errs, fmt.Errorf("BENCH_ONLY=%q: want tls or idle (benchrun) or proxy (scripts/bench.sh)", v))
 	}
 	s.Keep = getenv("BENCH_KEEP") == "1"
 	return s, errors.Join(errs...)
@@ -136,6 +136,12 @@ func parseIdleCounts(v string) ([]int, error) {
 
 // OnlyTLS is the BENCH_ONLY value that runs only the TLS section.
 const OnlyTLS = "tls"
+
+// OnlyIdle is the BENCH_ONLY value that runs only the idle-client memory
+// test and writes no report file: its results go to the progress output
+// (and to the -json file), for trying a change to what an idle client
+// costs without the whole run.
+const OnlyIdle = "idle"
 
 // MaxClients is the largest client count of any run.
 func (s Settings) MaxClients() int {

@@ -59,6 +59,9 @@ func run() int {
 	if len(rep.TLS.Cases)+len(rep.TLS.Connect) > 0 {
 		files = append(files, [2]string{*tlsOut, harness.RenderTLS(rep) + harness.KeptTail(*tlsOut)})
 	}
+	if len(files) == 0 && s.Only == harness.OnlyIdle && len(rep.Idle) > 0 {
+		return 0 // BENCH_ONLY=idle: the progress lines are the result
+	}
 	if len(files) == 0 {
 		fmt.Fprintln(os.Stderr, "benchrun: the results hold nothing to report")
 		return 1
