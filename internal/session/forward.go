@@ -352,13 +352,14 @@ func (s *Session) park(ctx context.Context) bool {
 	// The wake may already run, but resume takes mu first: until we
 	// return, the session is still ours. So that a parked client keeps
 	// only what resuming needs, drop the Reader (its buffer is already
-	// released), a rewriter with nothing in it, the error of the wait
-	// that ended in this park and the rawio wrapper of the socket (nc is
+	// released) with its guard and account (clientRead, which holds the
+	// error of the wait that ended in this park), a rewriter with nothing
+	// in it and the rawio wrapper of the socket (nc is
 	// the socket itself while parked; wmu, because Write reads nc under
 	// it alone).
 	s.crd = nil
-	s.guard.readErr = nil
-	s.guard.nc = nil
+	s.cmem.Set(0)
+	s.clientRead = nil
 	if s.rw != nil && s.rw.blank() {
 		s.rw, s.rwParked = nil, true
 	}
@@ -378,7 +379,7 @@ func (s *Session) resume(ctx context.Context) {
 	s.wmu.Lock()
 	s.nc = rawio.Wrap(s.raw)
 	s.wmu.Unlock()
-	s.guard.nc = s.nc
+	s.clientRead = newClientRead(s.env, s.nc, s.general().ProxyCopyDataTimeout)
 	s.crd = protocol.NewReader(&s.guard, 0, MaxClientMessage)
 	if s.rwParked {
 		s.rw = newRewriter(s.pool, s.User)

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/doorman-go/doorman/internal/memlimit"
 	"github.com/doorman-go/doorman/internal/protocol"
 )
 
@@ -119,4 +120,8 @@ func (s *Session) discardFrame(frameLen int) error {
 	_, err := s.crd.ForwardFrame(io.Discard)
 	s.guard.disarm()
 	return err
+}
+
+func newClientRead(env *Env, nc net.Conn, timeout time.Duration) *clientRead {
+	return &clientRead{guard: stallGuard{nc: nc, timeout: timeout}, cmem: memlimit.NewAccount(env.Memory)}
 }

@@ -171,7 +171,7 @@ func (s *Session) welcome() error {
 	b = protocol.ReadyForQuery{TxStatus: protocol.TxIdle}.Encode(b)
 	// From now on only the tracked parameters matter (and the map would
 	// stay with an idle client).
-	s.tracked.fromMap(s.clientParams)
+	s.tracked.fromMap(s.clientParams, &s.env.tracked)
 	s.clientParams = nil
 	s.state.Store(StateIdle)
 	if err := s.Write(b); err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/doorman-go/doorman/internal/memlimit"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/protocol"
 	"github.com/doorman-go/doorman/internal/rawio"
@@ -165,7 +164,7 @@ func (s *Session) adopt(ctx context.Context, st *MigrationState) error {
 		p.SetClientKey(st.ClientKey)
 	}
 	set := p.Settings()
-	s.tracked.fromMap(st.ClientParams)
+	s.tracked.fromMap(st.ClientParams, &s.env.tracked)
 	if set.General.PreparedStatements && set.Mode() == "transaction" {
 		s.rw = newRewriter(p, s.User)
 		s.rw.unnamed = st.Unnamed
@@ -199,9 +198,8 @@ func (s *Session) migratedPool(st *MigrationState) (*pooler.Pool, error) {
 // login, or of an adoption.
 func (s *Session) startRun(ctx context.Context) error {
 	g := s.general()
-	s.guard = stallGuard{nc: s.nc, timeout: g.ProxyCopyDataTimeout}
+	s.clientRead = newClientRead(s.env, s.nc, g.ProxyCopyDataTimeout)
 	s.crd = protocol.NewReader(&s.guard, 0, MaxClientMessage)
-	s.cmem = memlimit.NewAccount(s.env.Memory)
 	s.fresh = true
 	return s.run(ctx)
 }

@@ -194,7 +194,7 @@ func (s *Session) paramSetDone(conn *backend.Conn, i int) {
 	}
 	p.failed |= 1 << i
 	s.logger().Warn("server rejected a client parameter; not set again in this session",
-		zap.String("parameter", k), zap.String("value", s.tracked.v[i]),
+		zap.String("parameter", k), zap.String("value", s.tracked.value(i)),
 		zap.String("sqlstate", p.err.Code), zap.String("error", p.err.Message))
 	p.err = nil
 	if m, ok := s.env.Metrics.(ParamSyncMetrics); ok {

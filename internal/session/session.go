@@ -57,6 +57,10 @@ type Env struct {
 	// PAM checks the passwords of users with auth_pam_service; nil in a
 	// build without PAM (config refuses the key there).
 	PAM *pam.Authenticator
+
+	// tracked is the sessions' shared snapshot of welcome parameters
+	// (trackedRef); its zero value is ready.
+	tracked trackedShare
 }
 
 // Metrics receives session events for Prometheus.
@@ -112,11 +116,13 @@ type Session struct {
 	closing bool          // the client is gone: serverLoop must not release into a session
 	killed  bool
 	wake    bool // serverLoop must emit fake answers now (see rw)
+	// waited: the last Acquire had to wait (owned by the client loop).
+	// Here, with skipToSync, in the padding after the flags above.
+	waited     bool
+	skipToSync bool // a refused extended-protocol message: drop messages up to Sync (owned by the client loop)
 	// stopWait ends the client's wait for a server (pooler.Waiter), nil
 	// when it does not wait.
 	stopWait func()
-	// waited: the last Acquire had to wait (owned by the client loop).
-	waited bool
 	// cancels counts cancel requests being forwarded to srv; Add only
 	// under mu while srv is attached, Wait before srv goes back to the pool.
 	cancels sync.WaitGroup
@@ -162,13 +168,21 @@ type Session struct {
 
 	cancelPID, cancelSecret uint32
 	clientParams            map[string]string // what the client is told in the welcome; nil after it
-	tracked                 trackedParams     // what the client has been told, of the parameters that matter after the welcome
+	tracked                 trackedRef        // what the client has been told, of the parameters that matter after the welcome
 	params                  paramSync         // SETs of tracked ahead of the client's messages
 
-	// Owned by the client loop.
-	guard      stallGuard       // under crd: bounds a message's reads once it has begun
-	cmem       memlimit.Account // crd's grown buffer against max_memory_usage
-	skipToSync bool             // a refused extended-protocol message: drop messages up to Sync
+	// Owned by the client loop; nil before the loop starts and while
+	// parked.
+	*clientRead
+}
+
+// clientRead is what reading the client takes while the client loop runs,
+// apart from the Reader itself: made by startRun and resume, dropped by
+// park, so that an idle client does not keep it. Its fields are promoted
+// (s.guard, s.cmem).
+type clientRead struct {
+	guard stallGuard       // under crd: bounds a message's reads once it has begun
+	cmem  memlimit.Account // crd's grown buffer against max_memory_usage
 }
 
 // logger is the session's logger, with its id, user and database once

@@ -1,5 +1,7 @@
 package session
 
+import "sync/atomic"
+
 // trackedParams are the ParameterStatus values a session still needs once
 // the client is logged in: syncedParams (kept equal on every server it
 // lands on) and roleParams (re-sent when a server reports another role).
@@ -58,4 +60,76 @@ func (p *trackedParams) toMap() map[string]string {
 		}
 	}
 	return m
+}
+
+// trackedRef is a session's trackedParams, shared copy on write: most
+// clients of a pooler were told the same values, so a session points at
+// the snapshot of the last welcome that had them (trackedShare) and copies
+// it only when one of its values changes. An idle client keeps 8 bytes
+// here instead of 120. A snapshot, once shared, is never written.
+type trackedRef struct{ p *trackedParams }
+
+func (r *trackedRef) get(i int) (string, bool) {
+	if r.p == nil {
+		return "", false
+	}
+	return r.p.get(i)
+}
+
+// value is v[i], reported or not.
+func (r *trackedRef) value(i int) string {
+	if r.p == nil {
+		return ""
+	}
+	return r.p.v[i]
+}
+
+func (r *trackedRef) put(i int, v string) {
+	if cur, ok := r.get(i); ok && cur == v {
+		return
+	}
+	var t trackedParams
+	if r.p != nil {
+		t = *r.p
+	}
+	t.put(i, v)
+	r.p = &t
+}
+
+// putName is trackedParams.putName, copy on write.
+func (r *trackedRef) putName(name, v string) {
+	for i := range len(syncedParams) + len(roleParams) {
+		if trackedName(i) == name {
+			r.put(i, v)
+			return
+		}
+	}
+}
+
+// fromMap keeps the tracked names of m, sharing share's snapshot when it
+// holds the same.
+func (r *trackedRef) fromMap(m map[string]string, share *trackedShare) {
+	t := new(trackedParams)
+	t.fromMap(m)
+	r.p = share.intern(t)
+}
+
+func (r *trackedRef) toMap() map[string]string {
+	if r.p == nil {
+		return map[string]string{}
+	}
+	return r.p.toMap()
+}
+
+// trackedShare holds one snapshot, the last welcome's, for the sessions
+// that were told the same to share: one pointer however many clients or
+// distinct values there are.
+type trackedShare struct{ last atomic.Pointer[trackedParams] }
+
+func (s *trackedShare) intern(t *trackedParams) *trackedParams {
+	if last := s.last.Load(); last != nil && *last == *t {
+		return last
+	}
+	s.last.Store(t)
+	return t
 }
