@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/doorman-go/doorman/internal/app/apptest"
 	"github.com/doorman-go/doorman/internal/pgtest"
@@ -106,6 +107,9 @@ func newUpgradeRig(t *testing.T, extraArgs ...string) *upgradeRig {
   admin_password: admin-pw
   shutdown_timeout: 30s
   query_wait_timeout: 10s
+  tcp_keepalives_idle: 11
+  tcp_keepalives_interval: 13
+  tcp_keepalives_count: 7
   daemon_pid_file: %q
 pools:
   appdb:
@@ -294,6 +298,11 @@ func TestBinaryUpgrade(t *testing.T) {
 	// Every client (pgbench's 50, two pgx, psql) is on the second process
 	// before it upgrades in turn (plus this admin session).
 	require.Eventually(t, func() bool { return len(r.admin(t, "SHOW CLIENTS")) == 54 }, 20*time.Second, 50*time.Millisecond)
+	// A migrated client's socket keeps the configured keepalives (the new
+	// process adopts it through net.FileConn, which sets Go's own).
+	prepPort := prep.PgConn().Conn().LocalAddr().(*net.TCPAddr).Port
+	require.Equal(t, [3]int{11, 13, 7}, keepalives(t, second, r.port, prepPort),
+		"TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT of the migrated client's socket in the new process")
 	third := r.upgradeByAdmin(t)
 	require.Eventually(t, func() bool { return gone(second) }, 40*time.Second, 50*time.Millisecond, "second process did not exit")
 	// pgbench is still running: its 50 clients and the two pgx ones are
@@ -337,6 +346,46 @@ func TestBinaryUpgrade(t *testing.T) {
 
 	require.NoError(t, syscall.Kill(third, syscall.SIGTERM))
 	require.Eventually(t, func() bool { return gone(third) }, 40*time.Second, 50*time.Millisecond)
+}
+
+// keepalives reads TCP_KEEPIDLE, TCP_KEEPINTVL and TCP_KEEPCNT of process
+// pid's TCP socket from 127.0.0.1:local to 127.0.0.1:remote, through a
+// copy of its descriptor (pidfd_getfd(2); the test runs as root or as the
+// same user).
+func keepalives(t *testing.T, pid, local, remote int) [3]int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
+	require.NoError(t, err)
+	l, rm := fmt.Sprintf("0100007F:%04X", local), fmt.Sprintf("0100007F:%04X", remote)
+	var inode string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 9 && f[1] == l && f[2] == rm {
+			inode = f[9]
+		}
+	}
+	require.NotEmpty(t, inode, "no socket %s -> %s of process %d", l, rm, pid)
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	target := -1
+	for _, e := range ents {
+		if link, _ := os.Readlink(filepath.Join(dir, e.Name())); link == "socket:["+inode+"]" {
+			target, _ = strconv.Atoi(e.Name())
+		}
+	}
+	require.GreaterOrEqual(t, target, 0, "no descriptor of process %d holds socket %s", pid, inode)
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	require.NoError(t, err)
+	defer unix.Close(pidfd)
+	fd, err := unix.PidfdGetfd(pidfd, target, 0)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	var out [3]int
+	for i, opt := range []int{unix.TCP_KEEPIDLE, unix.TCP_KEEPINTVL, unix.TCP_KEEPCNT} {
+		out[i], err = unix.GetsockoptInt(fd, unix.IPPROTO_TCP, opt)
+		require.NoError(t, err)
+	}
+	return out
 }
 
 func readPID(path string) int {

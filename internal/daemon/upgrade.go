@@ -211,6 +211,9 @@ func (d *Daemon) receive(ctx context.Context, ch *upgrade.Channel) {
 			d.Log.Warn("migrated client refused", zap.Error(err))
 			continue
 		}
+		// net.FileConn gave the socket Go's own TCP_NODELAY and
+		// keepalives (15 s): the configured ones again, as at accept.
+		d.configureClientSocket(nc)
 		d.UpgradeStats.Received.Add(1)
 		d.conns.Add(1)
 		d.wg.Add(1)
