@@ -354,9 +354,9 @@ func (s *Session) park(ctx context.Context) bool {
 	// only what resuming needs, drop the Reader (its buffer is already
 	// released) with its guard and account (clientRead, which holds the
 	// error of the wait that ended in this park), a rewriter with nothing
-	// in it and the rawio wrapper of the socket (nc is
-	// the socket itself while parked; wmu, because Write reads nc under
-	// it alone).
+	// in it and the rawio wrapper of the socket: nc is the socket itself
+	// while parked (set under wmu too, because Write reads nc under it
+	// alone).
 	s.crd = nil
 	s.cmem.Set(0)
 	s.clientRead = nil
