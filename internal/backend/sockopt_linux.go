@@ -4,6 +4,8 @@ import (
 	"net"
 	"syscall"
 	"time"
+
+	"github.com/doorman-go/doorman/internal/rawio"
 )
 
 // setUserTimeout sets TCP_USER_TIMEOUT so a dead peer is noticed while data
@@ -25,24 +27,9 @@ func setUserTimeout(tc *net.TCPConn, d time.Duration) {
 // connection is still open: a peek that finds EOF or unexpected bytes (a
 // FATAL sent before the server went away) means it is not.
 func (c *Conn) Alive() bool {
-	sc, ok := c.raw.(syscall.Conn)
-	if !ok {
+	switch rawio.Peek(c.raw) {
+	case rawio.PeekEmpty, rawio.PeekUnknown:
 		return true
 	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	alive := true
-	var b [1]byte
-	err = raw.Read(func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		switch {
-		case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:
-		case err != nil, n == 0, n > 0:
-			alive = false
-		}
-		return true // never wait
-	})
-	return err == nil && alive
+	return false
 }

@@ -19,6 +19,10 @@
 // hot path. It owns no buffer: Read and Write use the caller's slices only
 // for the duration of the call.
 //
+// Peek (Linux) looks at a socket's receive queue without blocking or
+// consuming: whether a peer has gone (end of file, a reset) or has bytes
+// waiting. The session and the server connection both ask it.
+//
 // ReadFD and WriteFD are the one raw call each, for code that runs its own
 // RawConn callbacks (patroni_proxy's pump takes its buffer only once the
 // socket is readable).
