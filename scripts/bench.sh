@@ -14,12 +14,14 @@
 # `go run ./bench/cmd/benchrun -render <file>`), BENCH_TLS_CLIENTS (10,100),
 # BENCH_TLS_CONNECT_CLIENTS (10, for pgbench -C), BENCH_ONLY=proxy (only the
 # patroni_proxy part), BENCH_ONLY=tls (only the TLS part) or BENCH_ONLY=idle
-# (only the idle-client memory test; prints its figures, writes no file).
+# (only the idle-client memory test; prints its figures, writes no file) or
+# BENCH_ONLY=floor (only section 7, pgbench through bare forwarders next to
+# both poolers; prints its table, writes no file).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${BENCH_ONLY:-}" in
-  ""|proxy|tls|idle) ;;
-  *) echo "bench.sh: BENCH_ONLY=$BENCH_ONLY: want proxy, tls or idle" >&2; exit 2 ;;
+  ""|proxy|tls|idle|floor) ;;
+  *) echo "bench.sh: BENCH_ONLY=$BENCH_ONLY: want proxy, tls, idle or floor" >&2; exit 2 ;;
 esac
 scripts/deps.sh bench
 [ -x bin/pg_doorman ] && [ -x bin/patroni_proxy ] || make -s build
@@ -33,7 +35,7 @@ if [ "${BENCH_ONLY:-}" != proxy ]; then
   # docs/benchmarks-tls.md.
   go run ./bench/cmd/benchrun -doorman bin/pg_doorman -out docs/benchmarks.md -tls-out docs/benchmarks-tls.md ${BENCH_JSON:+-json "$BENCH_JSON"} "$@"
 fi
-case "${BENCH_ONLY:-}" in tls|idle) exit 0 ;; esac
+case "${BENCH_ONLY:-}" in tls|idle|floor) exit 0 ;; esac
 # patroni_proxy: pgbench -S through the proxy (bin/patroni_proxy as a child
 # of the test) and through HAProxy against the same PostgreSQL directly
 # (runs before and after), with each proxy's CPU per transaction, written

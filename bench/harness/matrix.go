@@ -79,11 +79,21 @@ func (r CaseResult) ConnTime(target string) time.Duration {
 // With Connect every transaction is a new connection, so this is the CPU
 // per connection.
 func (r CaseResult) CPUPerTx(target string) time.Duration {
+	return r.perTx(target, func(run runResult) time.Duration { return run.PoolerCPU })
+}
+
+// UserCPUPerTx is the user-space part of CPUPerTx.
+func (r CaseResult) UserCPUPerTx(target string) time.Duration {
+	return r.perTx(target, func(run runResult) time.Duration { return run.PoolerUserCPU })
+}
+
+// perTx sums what of each good run of target over its transactions.
+func (r CaseResult) perTx(target string, what func(runResult) time.Duration) time.Duration {
 	var cpu time.Duration
 	var txs int64
 	for _, run := range r.Runs[target] {
 		if run.Err == "" && run.Summary.Processed > 0 {
-			cpu += run.PoolerCPU
+			cpu += what(run)
 			txs += run.Summary.Processed
 		}
 	}
@@ -220,10 +230,10 @@ func (rn *runner) runCases(ctx context.Context, cases []Case, targets []target, 
 
 // run runs case c against t once for dur and records the pooler's CPU.
 func (rn *runner) run(ctx context.Context, t target, c Case, dur time.Duration) (runResult, error) {
-	var before time.Duration
+	var userBefore, sysBefore time.Duration
 	if t.pid != 0 {
 		var err error
-		if before, err = readCPU(t.pid); err != nil {
+		if userBefore, sysBefore, err = readCPUSplit(t.pid); err != nil {
 			return runResult{}, err
 		}
 	}
@@ -235,11 +245,12 @@ func (rn *runner) run(ctx context.Context, t target, c Case, dur time.Duration) 
 	if err != nil || t.pid == 0 {
 		return res, err
 	}
-	after, err := readCPU(t.pid)
+	userAfter, sysAfter, err := readCPUSplit(t.pid)
 	if err != nil {
 		return res, err
 	}
-	res.PoolerCPU = after - before
+	res.PoolerUserCPU = userAfter - userBefore
+	res.PoolerCPU = res.PoolerUserCPU + sysAfter - sysBefore
 	return res, nil
 }
 

@@ -30,6 +30,7 @@ func Render(r Report) string {
 	renderMemory(&b, r)
 	renderSyscalls(&b, r)
 	renderProfiles(&b, r)
+	renderFloor(&b, r)
 	renderNotes(&b, r)
 	return b.String()
 }

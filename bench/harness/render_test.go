@@ -119,3 +119,36 @@ func TestKeptTail(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("# generated\n\n"+KeptMarker+"\n\n## Soak\nkept\n"), 0o644))
 	require.Equal(t, "\n"+KeptMarker+"\n\n## Soak\nkept\n", KeptTail(path))
 }
+
+func TestRenderFloor(t *testing.T) {
+	t.Parallel()
+	r := testReport()
+	require.NotContains(t, Render(r), "## 7. The floor", "no floor runs, no section")
+	cpuRun := func(tps float64, n int, user, sys time.Duration) runResult {
+		res := run(tps, n, 100)
+		res.PoolerUserCPU, res.PoolerCPU = user, user+sys
+		return res
+	}
+	fw := floorTarget("epoll-netpoller")
+	r.Floor = FloorReport{Loops: 1, Targets: []string{TargetPgBouncer, TargetDoorman, fw}, Cases: []CaseResult{{
+		Case: Case{Script: ScriptSelectOnly, Mode: "simple", Clients: 10},
+		Runs: map[string][]runResult{
+			// 1000 transactions in each round
+			TargetPgBouncer: {cpuRun(100, 1000, 2*time.Millisecond, 18*time.Millisecond), cpuRun(100, 1000, 2*time.Millisecond, 18*time.Millisecond)},
+			TargetDoorman:   {cpuRun(90, 1000, 10*time.Millisecond, 30*time.Millisecond), cpuRun(90, 1000, 10*time.Millisecond, 30*time.Millisecond)},
+			fw:              {cpuRun(95, 1000, 3*time.Millisecond, 19*time.Millisecond), {Err: "pgbench failed", ExitCode: 1}},
+		},
+	}}}
+	md := Render(r)
+	for _, want := range []string{
+		"## 7. The floor: forwarding alone",
+		"The epoll forwarders run 1 loop(s).",
+		"| simple | pgbouncer | 100 | 20.0 | 2.0 | 18.0 | 1.00 |",
+		"| simple | pg_doorman | 90 | 40.0 | 10.0 | 30.0 | 2.00 |",
+		// the failed round counts for nothing in the figures, and is listed
+		"| simple | forwarder, epoll-netpoller | 95 | 22.0 | 3.0 | 19.0 | 1.10 |",
+		"- select-only -M simple -c 10, forwarder, epoll-netpoller: 1 failed run(s)",
+	} {
+		require.Contains(t, md, want)
+	}
+}

@@ -27,6 +27,7 @@ type Report struct {
 	IdleLimit  IdleLimit
 	Syscalls   []SyscallResult // strace -c runs, after the matrix
 	Profiles   []ProfileResult // perf record runs, after the matrix
+	Floor      FloorReport     // the bare forwarders next to both poolers, after the profiles
 	TLS        TLSReport
 }
 
@@ -69,6 +70,12 @@ func Run(ctx context.Context, s Settings, progress io.Writer) (Report, error) {
 	cfg := poolerConfig{dir: dir, pgPort: pg.Port, verifier: pg.verifier, poolSize: s.PoolSize,
 		prepSize: s.PreparedPoolSize, maxClients: slices.Max(append([]int{0}, idleCounts...)) + s.MaxClients() + 100}
 	rn := &runner{pgbench: pgbenchBin, settings: s, logDir: dir, progress: progress}
+	if s.Only == OnlyFloor {
+		err := runFloorOnly(ctx, s, cfg, rn, progress, &rep)
+		rep.Machine.LoadAfter = loadAverage()
+		rep.Elapsed = time.Since(rep.Date).Round(time.Second)
+		return rep, err
+	}
 	if s.Only == OnlyIdle {
 		err := runIdleAll(ctx, s, idleCounts, cfg, progress, &rep)
 		rep.Machine.LoadAfter = loadAverage()
@@ -77,6 +84,9 @@ func Run(ctx context.Context, s Settings, progress io.Writer) (Report, error) {
 	}
 	if s.Only != OnlyTLS {
 		if err := runLoad(ctx, s, cfg, rn, &rep); err != nil {
+			return rep, err
+		}
+		if rep.Floor, err = runFloor(ctx, s, cfg, rn); err != nil {
 			return rep, err
 		}
 		if err := runIdleAll(ctx, s, idleCounts, cfg, progress, &rep); err != nil {

@@ -47,6 +47,8 @@ type runResult struct {
 	// PoolerCPU is the user+system CPU time the pooler used during the
 	// run (connecting included); 0 for direct runs.
 	PoolerCPU time.Duration `json:",omitempty"`
+	// PoolerUserCPU is the user-space part of PoolerCPU.
+	PoolerUserCPU time.Duration `json:",omitempty"`
 }
 
 // runPgbench runs pgbench with -l and reads its summary and logs. A

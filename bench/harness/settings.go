@@ -24,7 +24,7 @@ type Settings struct {
 	Keep              bool          // BENCH_KEEP=1: keep the work directory
 	TLSClients        []int         // BENCH_TLS_CLIENTS: client counts of the TLS section
 	TLSConnectClients int           // BENCH_TLS_CONNECT_CLIENTS: clients of the pgbench -C run over TLS
-	Only              string        // BENCH_ONLY: "" (everything) or "tls" (only the TLS section)
+	Only              string        // BENCH_ONLY: "" (everything), "tls", "idle" or "floor" (only that section)
 
 	DoormanBin   string // path of the pg_doorman binary
 	PgBouncerBin string // path of the pgbouncer binary
@@ -91,10 +91,10 @@ func (s Settings) ApplyEnv(getenv func(string) string) (Settings, error) {
 	// "proxy" is scripts/bench.sh's knob for the patroni_proxy part, which
 	// does not run benchrun at all.
 	switch v := getenv("BENCH_ONLY"); v {
-	case "", OnlyTLS, OnlyIdle:
+	case "", OnlyTLS, OnlyIdle, OnlyFloor:
 		s.Only = v
 	default:
-		errs = append(errs, fmt.Errorf("BENCH_ONLY=%q: want tls or idle (benchrun) or proxy (scripts/bench.sh)", v))
+		errs = append(errs, fmt.Errorf("BENCH_ONLY=%q: want tls, idle or floor (benchrun) or proxy (scripts/bench.sh)", v))
 	}
 	s.Keep = getenv("BENCH_KEEP") == "1"
 	return s, errors.Join(errs...)
@@ -142,6 +142,11 @@ const OnlyTLS = "tls"
 // (and to the -json file), for trying a change to what an idle client
 // costs without the whole run.
 const OnlyIdle = "idle"
+
+// OnlyFloor is the BENCH_ONLY value that runs only the floor section (the
+// bare forwarders next to both poolers) and writes no report file: its
+// table goes to the progress output.
+const OnlyFloor = "floor"
 
 // MaxClients is the largest client count of any run.
 func (s Settings) MaxClients() int {

@@ -37,6 +37,8 @@ func TestApplyEnv(t *testing.T) {
 			}},
 		{name: "idle only", env: map[string]string{"BENCH_ONLY": "idle"},
 			check: func(t *testing.T, s Settings) { require.Equal(t, OnlyIdle, s.Only) }},
+		{name: "floor only", env: map[string]string{"BENCH_ONLY": "floor"},
+			check: func(t *testing.T, s Settings) { require.Equal(t, OnlyFloor, s.Only) }},
 		{name: "idle counts", env: map[string]string{"BENCH_IDLE_CLIENTS": "200, max", "BENCH_IDLE_MAX": "500", "BENCH_PROFILE_TXS": "100"},
 			check: func(t *testing.T, s Settings) {
 				require.Equal(t, []int{200, IdleMax}, s.IdleCounts)

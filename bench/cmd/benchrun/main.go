@@ -6,9 +6,13 @@
 // the flags below; -json also saves the raw results, and -render rewrites
 // the report from such a file without running anything. The TLS section
 // goes to its own file (-tls-out); with BENCH_ONLY=tls only that section
-// runs and only that file is written, so the main report keeps its figures. Signals: SIGINT
-// and SIGTERM stop the run; child processes die with it. Exit codes: 0 when
-// the report was written, 1 on any error, 2 on bad flags or settings.
+// runs and only that file is written, so the main report keeps its figures;
+// BENCH_ONLY=idle and BENCH_ONLY=floor print their section and write no
+// file. `benchrun forward -target ADDR -mode M` is not the benchmark but one
+// bare forwarder of bench/floor, which the floor section starts as a child.
+// Signals: SIGINT and SIGTERM stop the run; child processes die with it.
+// Exit codes: 0 when the report was written, 1 on any error, 2 on bad flags
+// or settings.
 package main
 
 import (
@@ -16,15 +20,50 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/doorman-go/doorman/bench/floor"
 	"github.com/doorman-go/doorman/bench/harness"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == harness.ForwarderSubcommand {
+		os.Exit(forward(os.Args[2:]))
+	}
 	os.Exit(run())
+}
+
+// forward is `benchrun forward`: one bare forwarder of bench/floor, until
+// SIGINT or SIGTERM (the floor section of the benchmark starts it).
+func forward(args []string) int {
+	fs := flag.NewFlagSet("benchrun forward", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:0", "address to accept clients on")
+	target := fs.String("target", "", "address to forward each client to")
+	mode := fs.String("mode", string(floor.ModeGoroutines), "goroutines, epoll-thread or epoll-netpoller")
+	loops := fs.Int("loops", 1, "event loops of the epoll modes")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	m, err := floor.ParseMode(*mode)
+	if err != nil || *target == "" || *loops < 1 {
+		fmt.Fprintln(os.Stderr, "benchrun forward: want -target, a known -mode and -loops >= 1:", err)
+		return 2
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun forward:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := floor.Serve(ctx, ln, *target, m, *loops); err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun forward:", err)
+		return 1
+	}
+	return 0
 }
 
 func run() int {
@@ -61,6 +100,9 @@ func run() int {
 	}
 	if len(files) == 0 && s.Only == harness.OnlyIdle && len(rep.Idle) > 0 {
 		return 0 // BENCH_ONLY=idle: the progress lines are the result
+	}
+	if len(files) == 0 && s.Only == harness.OnlyFloor && len(rep.Floor.Cases) > 0 {
+		return 0 // BENCH_ONLY=floor: the table was printed
 	}
 	if len(files) == 0 {
 		fmt.Fprintln(os.Stderr, "benchrun: the results hold nothing to report")

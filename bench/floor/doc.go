@@ -1,0 +1,26 @@
+// Package floor holds bare TCP forwarders: the floor under the pooler's CPU
+// per transaction. A forwarder moves bytes between each accepted client and
+// its own connection to the target and understands nothing of them, so what
+// it spends per transaction is what the I/O shape alone costs; `make bench`
+// (section 7 of docs/benchmarks.md) runs pgbench through each shape next to
+// PgBouncer and pg_doorman to show how much of pg_doorman's cost is the shape
+// and how much is the pooler's own work.
+//
+// Three shapes (Mode):
+//   - ModeGoroutines: two goroutines per connection, one per direction, with
+//     internal/rawio's raw read and write calls under Go's netpoller, as
+//     pg_doorman's session and patroni_proxy's pump do;
+//   - ModeEpollThread: event loops that each block an OS thread in
+//     epoll_wait, as a C event loop does (PgBouncer's shape, with Go's
+//     runtime around it);
+//   - ModeEpollNetpoller: event loops whose epoll set is itself waited for
+//     through Go's netpoller (internal/idlepark's trick), taking events with
+//     epoll_wait(0) and raw read and write calls, so no thread blocks in a
+//     system call.
+//
+// Each event loop owns the connections it was given and its one read
+// buffer; bytes a peer does not take at once wait in a per-direction pending
+// buffer while the other side is not read (the memory of a connection is
+// bounded by one read). It is a measuring tool, Linux only, not a proxy to
+// deploy: no timeouts, no limits on connections, no metrics.
+package floor

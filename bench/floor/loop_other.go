@@ -1,0 +1,9 @@
+//go:build !linux
+
+package floor
+
+import "errors"
+
+func newLoops(Mode, int) (forwarder, error) {
+	return nil, errors.New("the epoll forwarders need Linux")
+}

@@ -1,0 +1,32 @@
+package harness
+
+import (
+	"fmt"
+	"strings"
+)
+
+// renderFloor is section 7: what the I/O shape alone costs, next to both
+// poolers.
+func renderFloor(b *strings.Builder, r Report) {
+	f := r.Floor
+	if len(f.Cases) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "## 7. The floor: forwarding alone\n\n")
+	fmt.Fprintf(b, "`pgbench -b select-only -c %d` through PgBouncer, pg_doorman and three bare TCP forwarders (`bench/floor`, each its own process: benchrun started as `benchrun %s`) that understand nothing of the protocol and give each client its own PostgreSQL connection, interleaved, %d round(s), after section 6. The forwarders make the same reads and writes per transaction as a pooler, so their cost is the floor of each I/O shape: ", floorClients, ForwarderSubcommand, r.Settings.Rounds)
+	fmt.Fprintf(b, "*goroutines* is pg_doorman's and patroni_proxy's (a goroutine per direction, internal/rawio's raw reads and writes, Go's netpoller waiting); *epoll-thread* is an event loop blocking its OS thread in epoll_wait, as PgBouncer's does; *epoll-netpoller* is an event loop whose epoll set is waited for through Go's netpoller and read with epoll_wait(0), as internal/idlepark does. The epoll forwarders run %d loop(s). CPU per transaction as in section 1, split into user and system time (/proc/PID/stat).\n\n", f.Loops)
+	b.WriteString("| -M | target | TPS | µs CPU/tx | user µs/tx | system µs/tx | CPU / PgBouncer's |\n|---|---|--:|--:|--:|--:|--:|\n")
+	for _, c := range f.Cases {
+		base := float64(c.CPUPerTx(TargetPgBouncer))
+		for _, t := range f.Targets {
+			cpu, user := c.CPUPerTx(t), c.UserCPUPerTx(t)
+			sys := cpu - user
+			if cpu == 0 {
+				sys = 0
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", c.Mode, t, tps(c.TPS(t)), micros(cpu), micros(user), micros(sys), ratio(float64(cpu), base))
+		}
+	}
+	b.WriteString("\n")
+	renderFailures(b, f.Cases, f.Targets)
+}
