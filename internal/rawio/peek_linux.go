@@ -21,7 +21,9 @@ const (
 )
 
 // Peek looks at nc's receive queue without blocking and without consuming
-// anything (MSG_PEEK of one byte).
+// anything (MSG_PEEK of one byte). It goes through the RawConn's Control,
+// not its Read: a read deadline of nc, pending or passed, has no say over a
+// call that never waits.
 func Peek(nc net.Conn) PeekResult {
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
@@ -33,7 +35,7 @@ func Peek(nc net.Conn) PeekResult {
 	}
 	res := PeekClosed
 	var b [1]byte
-	err = raw.Read(func(fd uintptr) bool {
+	err = raw.Control(func(fd uintptr) {
 		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		switch {
 		case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:
@@ -41,7 +43,6 @@ func Peek(nc net.Conn) PeekResult {
 		case err == nil && n > 0:
 			res = PeekData
 		}
-		return true // never wait
 	})
 	if err != nil {
 		return PeekClosed

@@ -40,6 +40,16 @@ func TestPeek(t *testing.T) {
 			_ = peer.Close()
 		}, want: PeekClosed},
 		{name: "closed here", act: func(_ *testing.T, local, _ *net.TCPConn) { _ = local.Close() }, want: PeekClosed},
+		// A read deadline does not count: the session's idle wait leaves
+		// one set, passed by the time a wait for a server ends.
+		{name: "read deadline passed, nothing sent", act: func(_ *testing.T, local, _ *net.TCPConn) {
+			_ = local.SetReadDeadline(time.Unix(1, 0))
+		}, want: PeekEmpty},
+		{name: "read deadline passed, bytes waiting", act: func(t *testing.T, local, peer *net.TCPConn) {
+			_ = local.SetReadDeadline(time.Unix(1, 0))
+			_, err := peer.Write([]byte("Q"))
+			require.NoError(t, err)
+		}, want: PeekData},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,6 +59,7 @@ func TestPeek(t *testing.T) {
 			// what the action leads to (the empty case holds at once).
 			require.Eventually(t, func() bool { return Peek(local) == tt.want }, 5*time.Second, time.Millisecond)
 			if tt.want == PeekData {
+				_ = local.SetReadDeadline(time.Time{})
 				b := make([]byte, 1)
 				_, err := io.ReadFull(local, b)
 				require.NoError(t, err)
