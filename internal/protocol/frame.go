@@ -5,6 +5,10 @@ import "encoding/binary"
 // headerLen is the type byte plus the int32 length.
 const headerLen = 5
 
+// HeaderLen is the length of a message header: the type byte and the int32
+// length.
+const HeaderLen = headerLen
+
 // Frame is one complete wire message: Frame[0] is the type byte, Frame[1:5] the big-endian
 // length (including itself), Frame[5:] the body. A Frame returned by Reader aliases the
 // reader's buffer and is valid only until the next call on that Reader.

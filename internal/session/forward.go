@@ -243,12 +243,12 @@ func (s *Session) streamToServer(srv *pooler.Conn, sbuf *[]byte, frameLen int) e
 }
 
 // idleRelease is how long a client between transactions keeps its read
-// buffer and its goroutine. A busy client reads each message with one
-// syscall into the buffer it holds; one that stays quiet longer gives the
-// buffer back and is parked (Env.Parker), so idle clients cost no buffer
-// and no goroutine stack (the next read then takes the 5-byte header
-// first). Parking costs a few µs, which a client that is back within
-// idleRelease does not pay.
+// buffer and its goroutine, at most (at least half of it: see stallGuard's
+// idleWait). A busy client reads each message with one syscall into the
+// buffer it holds; one that stays quiet longer gives the buffer back and is
+// parked (Env.Parker), so idle clients cost no buffer and no goroutine stack
+// (the next read then takes the 5-byte header first). Parking costs a few
+// µs, which a client that is back within idleRelease does not pay.
 const idleRelease = 100 * time.Millisecond
 
 // errParked: the client was handed to the Parker; the goroutine that ran
@@ -287,21 +287,27 @@ func (s *Session) peekClient(ctx context.Context) (byte, int, error) {
 		}
 	}
 	for {
-		if s.crd.Buffered() > 0 {
+		if b := s.crd.Buffered(); b > 0 {
+			if b < protocol.HeaderLen {
+				// The rest of the header is read now, and a client that
+				// stops in it waits as before, not until the idle wait's
+				// deadline.
+				s.guard.idleClear()
+			}
 			return s.crd.PeekHeader()
 		}
 		if s.attached() == nil {
 			s.crd.Shrink() // a buffer grown for a large message goes back now
 			s.cmem.Set(grownSize(s.crd))
 		}
-		_ = s.nc.SetReadDeadline(time.Now().Add(idleRelease))
+		s.guard.idleWait()
 		typ, n, err := s.crd.PeekHeader()
-		_ = s.nc.SetReadDeadline(zeroTime)
 		// errors.Is, not errors.As into a net.Error: that would put the
 		// variable on the heap on every wait.
 		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
-			return typ, n, err
+			return typ, n, err // the deadline stays for the next wait
 		}
+		s.guard.idleClear() // fired: no later read may end by it
 		if s.attached() != nil || s.crd.Buffered() > 0 {
 			continue // inside a transaction, or in the middle of a header
 		}

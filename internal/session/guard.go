@@ -70,22 +70,35 @@ func (s *Session) clientError(reason, code, msg string) {
 	s.fatal(code, msg) // and Serve closes without a reset
 }
 
-// stallGuard is the io.Reader under the client Reader. While armed (the
-// client has begun a message and not finished it) every read must return
-// within timeout, so a client that stops in the middle of a message cannot
-// hold its server connection or its buffer for ever. Owned by the client
-// loop.
+// stallGuard is the io.Reader under the client Reader and the owner of the
+// client socket's read deadline in the client loop. While armed (the client
+// has begun a message and not finished it) every read must return within
+// timeout, so a client that stops in the middle of a message cannot hold its
+// server connection or its buffer for ever. Between messages it bounds the
+// wait for the next one by idleRelease (idleWait), lazily: the deadline set
+// for one wait stays for the next ones while it is at least idleRelease/2
+// away, so a busy client's wait costs a clock read instead of two deadline
+// changes (each a runtime timer update), and a quiet client is released
+// after 50 to 100 ms. Owned by the client loop.
 type stallGuard struct {
 	nc       net.Conn
 	timeout  time.Duration
 	armed    bool
 	timedOut bool
 	readErr  error // last read error, to tell a client failure from a server one
+	// idleAt is the idle wait's deadline set on nc; zero when nc has none
+	// of idleWait's (none at all, or an armed read's own).
+	idleAt time.Time
 }
 
 func (g *stallGuard) Read(p []byte) (int, error) {
-	if g.armed && g.timeout > 0 {
-		_ = g.nc.SetReadDeadline(time.Now().Add(g.timeout))
+	if g.armed {
+		if g.timeout > 0 {
+			_ = g.nc.SetReadDeadline(time.Now().Add(g.timeout))
+			g.idleAt = time.Time{} // replaced
+		} else {
+			g.idleClear() // no bound inside a message, not even the idle one
+		}
 	}
 	n, err := g.nc.Read(p)
 	if err != nil {
@@ -95,6 +108,27 @@ func (g *stallGuard) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// idleWait makes sure that the next read, a wait for the client's next
+// message, ends by idleRelease from now at the latest and not before
+// idleRelease/2.
+func (g *stallGuard) idleWait() {
+	now := time.Now()
+	if !g.idleAt.IsZero() && g.idleAt.Sub(now) >= idleRelease/2 {
+		return
+	}
+	g.idleAt = now.Add(idleRelease)
+	_ = g.nc.SetReadDeadline(g.idleAt)
+}
+
+// idleClear lifts idleWait's deadline, once it has fired or before a read
+// that must not end by it.
+func (g *stallGuard) idleClear() {
+	if !g.idleAt.IsZero() {
+		g.idleAt = time.Time{}
+		_ = g.nc.SetReadDeadline(zeroTime)
+	}
 }
 
 // arm bounds the reads of the rest of a message whose frameLen bytes are not
@@ -109,6 +143,7 @@ func (g *stallGuard) disarm() {
 	if g.armed {
 		g.armed = false
 		if !g.timedOut {
+			g.idleAt = time.Time{}
 			_ = g.nc.SetReadDeadline(zeroTime)
 		}
 	}
