@@ -59,15 +59,21 @@ type Conn struct {
 	nc  net.Conn // the socket, or the tls.Conn over it
 	raw net.Conn // the socket itself
 	// TLS is "TLSv1.3/<cipher>" for an encrypted connection, "" otherwise.
-	TLS     string
-	closed  atomic.Bool
-	tlsObs  TLSObserver
-	Reader  *protocol.Reader
-	PID     uint32
-	Secret  uint32
-	Params  map[string]string // latest ParameterStatus values
-	Network string
-	Address string
+	TLS    string
+	closed atomic.Bool
+	tlsObs TLSObserver
+	Reader *protocol.Reader
+	PID    uint32
+	Secret uint32
+	Params map[string]string // latest ParameterStatus values
+	// ParamsGen counts the ParameterStatus values recorded in Params, so
+	// that a user can tell they have not changed since it last looked.
+	ParamsGen uint64
+	// ParamsMark is the session package's: what it last found in sync
+	// with Params (see there). Written and read by the connection's holder.
+	ParamsMark ParamsMark
+	Network    string
+	Address    string
 
 	// Session state the pooler must undo before another client uses this
 	// connection; set by the session from command tags.
@@ -270,7 +276,7 @@ func (c *Conn) startup(o Options) error {
 			if err := ps.Decode(f.Body()); err != nil {
 				return fmt.Errorf("server %s: %w", o.Address, err)
 			}
-			c.Params[ps.Name] = ps.Value
+			c.setParam(ps.Name, ps.Value)
 		case protocol.MsgBackendKeyData:
 			var k protocol.BackendKeyData
 			if err := k.Decode(f.Body()); err != nil {

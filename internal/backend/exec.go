@@ -53,8 +53,23 @@ func (c *Conn) Exec(ctx context.Context, sql string) error {
 func (c *Conn) ApplyParameterStatus(body []byte) {
 	var ps protocol.ParameterStatus
 	if ps.Decode(body) == nil {
-		c.Params[ps.Name] = ps.Value
+		c.setParam(ps.Name, ps.Value)
 	}
+}
+
+// setParam records one ParameterStatus value.
+func (c *Conn) setParam(name, value string) {
+	c.Params[name] = value
+	c.ParamsGen++
+}
+
+// ParamsMark is an opaque note of a Conn's holder: Of (compared, never
+// looked into) was found in sync with Params as of ParamsGen Gen, under
+// Mask.
+type ParamsMark struct {
+	Of   any
+	Gen  uint64
+	Mask uint8
 }
 
 // Cancel asks the server to cancel whatever this connection is running, on a

@@ -219,7 +219,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Conn[T], error) {
 			return nil, err
 		}
 		if c != nil {
-			if c, ok := p.checkout(ctx, c); ok {
+			if c, ok := p.checkout(ctx, c, p.now()); ok {
 				return c, nil
 			}
 			continue
@@ -247,12 +247,13 @@ func (p *Pool[T]) TryAcquire(ctx context.Context) *Conn[T] {
 			p.mu.Unlock()
 			return nil
 		}
-		c := p.takeIdleLocked(p.now())
+		now := p.now()
+		c := p.takeIdleLocked(now)
 		p.mu.Unlock()
 		if c == nil {
 			return nil
 		}
-		if c, ok := p.checkout(ctx, c); ok {
+		if c, ok := p.checkout(ctx, c, now); ok {
 			return c
 		}
 	}
@@ -362,8 +363,9 @@ func (p *Pool[T]) takeIdleLocked(now time.Time) *Conn[T] {
 // checkout probes a connection that sat idle past IdleCheckTimeout. A failed
 // probe means the backend may have restarted: the whole idle set of this
 // epoch is suspect, so the pool moves to a new epoch.
-func (p *Pool[T]) checkout(ctx context.Context, c *Conn[T]) (*Conn[T], bool) {
-	if p.alive != nil && p.now().Sub(c.returnedAt) > aliveCheckAfter && !p.alive(c.Value) {
+func (p *Pool[T]) checkout(ctx context.Context, c *Conn[T], now time.Time) (*Conn[T], bool) {
+	idle := now.Sub(c.returnedAt)
+	if p.alive != nil && idle > aliveCheckAfter && !p.alive(c.Value) {
 		p.mu.Lock()
 		p.counters.CheckFailures++
 		p.mu.Unlock()
@@ -371,7 +373,7 @@ func (p *Pool[T]) checkout(ctx context.Context, c *Conn[T]) (*Conn[T], bool) {
 		p.Reconnect()
 		return nil, false
 	}
-	if p.check == nil || p.cfg.IdleCheckTimeout <= 0 || p.now().Sub(c.returnedAt) < p.cfg.IdleCheckTimeout {
+	if p.check == nil || p.cfg.IdleCheckTimeout <= 0 || idle < p.cfg.IdleCheckTimeout {
 		return c, true
 	}
 	if err := p.check(ctx, c.Value); err != nil {

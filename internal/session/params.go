@@ -81,12 +81,11 @@ func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error
 		return nil, fmt.Errorf("%w while waiting for a server", errClientGone)
 	}
 	s.state.Store(StateActive)
-	if err := s.reportRoleParams(c.Value); err != nil {
+	if err := s.syncParams(c.Value, sbuf); err != nil {
 		s.pool.Release(c)
 		s.pool.Stats.ClientsActive.Add(-1)
 		return nil, err
 	}
-	*sbuf = s.prependParamSets(c.Value, *sbuf)
 	s.mu.Lock()
 	s.srv = c
 	s.xactStart = time.Since(s.ConnectedAt)
@@ -97,18 +96,47 @@ func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error
 	return c, nil
 }
 
-// prependParamSets puts before b one Query per tracked parameter whose
-// value on c differs from the client's. One Query each, not one with all
-// the SETs: statements of one Query run in one implicit transaction, so a
-// rejected value would undo the others.
-func (s *Session) prependParamSets(c *backend.Conn, b []byte) []byte {
-	p := &s.params
-	p.n, p.head, p.err = 0, 0, nil
+// syncParams tells the client of another server role (reportRoleParams)
+// and puts before sbuf the SETs that bring c to the client's values
+// (prependParamSets), unless c was found in sync with the same snapshot of
+// the client's values under the same mask and has reported no
+// ParameterStatus since: both would then do nothing, and their map lookups
+// are saved. Most sessions share one snapshot (trackedRef), so one check of
+// a server serves all of them.
+func (s *Session) syncParams(c *backend.Conn, sbuf *[]byte) error {
+	mask := s.paramMask()
+	if m := c.ParamsMark; m.Gen == c.ParamsGen && m.Mask == mask && m.Of == any(s.tracked.p) {
+		s.params.n, s.params.head, s.params.err = 0, 0, nil
+		return nil
+	}
+	if err := s.reportRoleParams(c); err != nil {
+		return err
+	}
+	*sbuf = s.prependParamSets(c, *sbuf, mask)
+	if s.params.n == 0 {
+		c.ParamsMark = backend.ParamsMark{Of: s.tracked.p, Gen: c.ParamsGen, Mask: mask}
+	}
+	return nil
+}
+
+// paramMask is the tracked parameters prependParamSets keeps equal:
+// application_name, all of them with sync_server_parameters, less those
+// whose SET failed in this session.
+func (s *Session) paramMask() uint8 {
 	mask := uint8(1 << appNameParam)
 	if s.pool.Settings().General.SyncServerParameters {
 		mask = allParams
 	}
-	mask &^= p.failed
+	return mask &^ s.params.failed
+}
+
+// prependParamSets puts before b one Query per tracked parameter in mask
+// whose value on c differs from the client's. One Query each, not one with
+// all the SETs: statements of one Query run in one implicit transaction, so
+// a rejected value would undo the others.
+func (s *Session) prependParamSets(c *backend.Conn, b []byte, mask uint8) []byte {
+	p := &s.params
+	p.n, p.head, p.err = 0, 0, nil
 	// The client loop's buffer is empty here (a client with bytes for a
 	// server has one attached), so the SETs usually go into it directly.
 	q, client := b, []byte(nil)

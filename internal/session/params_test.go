@@ -396,3 +396,50 @@ func TestAppNameQuoting(t *testing.T) {
 		}
 	}
 }
+
+// TestParamSyncSharedSnapshot: clients told the same values share one
+// snapshot, and a server found in sync with it is not checked again
+// (syncParams) until it reports a ParameterStatus. A client that changes
+// its application_name on that server makes the next client of the
+// snapshot get its own value back, and the other way round.
+func TestParamSyncSharedSnapshot(t *testing.T) {
+	d := ppStart(t, "", "transaction", 1, "", 0)
+	dsn := d.DSN("app", "app-secret", "appdb")
+	direct := ppConnect(t, pg.SuperDSN("postgres"))
+	ctx := context.Background()
+	same1 := ppConnect(t, dsn+" application_name=pp-same")
+	same2 := ppConnect(t, dsn+" application_name=pp-same")
+	other := ppConnect(t, dsn+" application_name=pp-other")
+	inTx := func(c *pgx.Conn, want string, stmt string) {
+		t.Helper()
+		tx, err := c.Begin(ctx)
+		require.NoError(t, err)
+		if stmt != "" {
+			_, err = tx.Exec(ctx, stmt)
+			require.NoError(t, err)
+		}
+		var pid int
+		require.NoError(t, tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid))
+		require.Equal(t, want, ppActivityAppName(t, direct, pid))
+		require.NoError(t, tx.Commit(ctx))
+	}
+	otherName := "pp-other"
+	for round := range 2 {
+		inTx(same1, "pp-same", "")
+		inTx(same2, "pp-same", "") // the server is marked in sync with the shared snapshot
+		inTx(other, otherName, "")
+		inTx(same2, "pp-same", "")
+		// A SET on the server: its ParameterStatus makes the mark stale.
+		otherName = fmt.Sprintf("pp-changed-%d", round)
+		inTx(other, otherName, "SET application_name = '"+otherName+"'")
+		inTx(same1, "pp-same", "")
+		inTx(other, otherName, "")
+		inTx(same2, "pp-same", "")
+	}
+	// A client of the shared snapshot changes its name on a server marked
+	// in sync with that snapshot: the snapshot's next client gets its own.
+	inTx(same2, "pp-same", "")
+	inTx(same1, "pp-same-changed", "SET application_name = 'pp-same-changed'")
+	inTx(same2, "pp-same", "")
+	inTx(same1, "pp-same-changed", "")
+}

@@ -312,6 +312,14 @@ func (r *rewriter) planContext(srv *backend.Conn) string {
 // SET ROLE change the plan context.
 func (r *rewriter) noteQuery(body []byte) {
 	q := bytes.TrimSpace(bytes.TrimRight(body, "\x00"))
+	if len(q) == 0 {
+		return
+	}
+	switch q[0] | 0x20 { // every prefix below starts with d, s or r
+	case 'd', 's', 'r':
+	default:
+		return
+	}
 	switch {
 	case hasPrefixFold(q, "DEALLOCATE ALL"), hasPrefixFold(q, "DEALLOCATE PREPARE ALL"), hasPrefixFold(q, "DISCARD ALL"):
 		r.names.Clear()

@@ -209,3 +209,38 @@ func TestRewriterNilPassesThrough(t *testing.T) {
 	require.Equal(t, []byte("x"), r.emitFakes([]byte("x")))
 	r.detach()
 }
+
+// TestNoteQuery: the simple queries that clear the client's statement names
+// or change the plan context, and some that look alike but do neither.
+func TestNoteQuery(t *testing.T) {
+	tests := []struct {
+		query   string
+		cleared bool
+		planSet string
+	}{
+		{query: "DISCARD ALL", cleared: true},
+		{query: "  deallocate all;", cleared: true},
+		{query: "DEALLOCATE PREPARE ALL", cleared: true},
+		{query: "\n\tDiscard All", cleared: true},
+		{query: "SET search_path = app", planSet: "SET search_path = app;"},
+		{query: "set role reader", planSet: "set role reader;"},
+		{query: "RESET ROLE", planSet: "RESET ROLE;"},
+		{query: "SET SESSION AUTHORIZATION app", planSet: "SET SESSION AUTHORIZATION app;"},
+		{query: "SET application_name = 'x'"},
+		{query: "SELECT 'DISCARD ALL'"},
+		{query: "DEALLOCATE p1"},
+		{query: "discard plans"},
+		{query: ""},
+		{query: "   "},
+		{query: "x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			g := newRWRig()
+			g.r.names.Put("s1", &prepared.Statement{})
+			g.r.noteQuery(append([]byte(tt.query), 0))
+			require.Equal(t, tt.cleared, g.r.names.Len() == 0, "names cleared")
+			require.Equal(t, tt.planSet, g.r.planSet)
+		})
+	}
+}
