@@ -185,6 +185,8 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		Memory:  d.Memory,
 		TLS:     d.tls,
 		Parker:  parker,
+		// A parked client's socket is made a net.Conn again on resume.
+		ConfigureSocket: d.configureClientSocket,
 	}
 	if pam.Available() {
 		d.env.PAM = pam.New(maxPAMTransactions)

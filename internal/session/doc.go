@@ -28,9 +28,12 @@
 // connection and, after idleRelease, no read buffer (the Reader releases
 // it) and, over plaintext, no goroutine: it is parked in Env.Parker and
 // resume continues it in a new goroutine. A client that has sent nothing
-// since its welcome is parked at once, without the idleRelease wait. A
-// parked client also drops its Reader, a rewriter with nothing in it and
-// the rawio wrapper of its socket; resume makes them again.
+// since its welcome is parked at once, without the idleRelease wait, and
+// deep: its net.Conn is closed and the Parker holds a dup of the socket
+// (parkedSocket), which resume makes a net.Conn again (net.FileConn, then
+// Env.ConfigureSocket). A parked client also drops its Reader, a rewriter
+// with nothing in it and the rawio wrapper of its socket; resume makes
+// them again.
 // Socket reads and writes go through internal/rawio.
 //
 // In transaction mode with prepared_statements a rewriter (rewriter.go)

@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/doorman-go/doorman/internal/protocol"
+	"github.com/doorman-go/doorman/internal/session"
 )
 
 // Idle clients are parked without a goroutine and resume when they speak.
@@ -183,4 +187,84 @@ func TestFreshClientParkedAtOnce(t *testing.T) {
 		_ = c.nc.Close()
 	}
 	require.Eventually(t, func() bool { return d.Daemon.Clients.Len() == 0 }, 5*time.Second, 10*time.Millisecond)
+}
+
+// TestParkedClientSocket: a client that has sent nothing since its welcome
+// parks deep, its socket a descriptor of the Parker's (parkedSocket, no
+// net.Conn); later parks keep the net.Conn. Parked either way, SHOW
+// CLIENTS still gets its local address; after it resumes from the deep
+// park the socket has the configured TCP options again, not the ones
+// net.FileConn gives a new connection (TCP_NODELAY on, keepalive 15 s /
+// 15 s / 9), and it parks and resumes again.
+func TestParkedClientSocket(t *testing.T) {
+	d := start(t, "  tcp_no_delay: false\n  tcp_keepalives_idle: 11\n  tcp_keepalives_interval: 13\n  tcp_keepalives_count: 7", "transaction", 2)
+	ctx := context.Background()
+	c := connect(t, d.DSN("app", "app-secret", "appdb"))
+	sess := func() *session.Session {
+		list := d.Daemon.Clients.List()
+		require.Len(t, list, 1)
+		return list[0]
+	}
+	opts := func() [4]int {
+		sc, ok := sess().Conn().(syscall.Conn)
+		require.True(t, ok)
+		raw, err := sc.SyscallConn()
+		require.NoError(t, err)
+		var out [4]int
+		require.NoError(t, raw.Control(func(fd uintptr) {
+			for i, opt := range []int{unix.TCP_NODELAY, unix.TCP_KEEPIDLE, unix.TCP_KEEPINTVL, unix.TCP_KEEPCNT} {
+				out[i], err = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, opt)
+				require.NoError(t, err)
+			}
+		}))
+		return out
+	}
+	want := [4]int{0, 11, 13, 7}
+	require.Equal(t, want, opts(), "as accepted")
+	for round := range 3 {
+		require.Eventually(t, func() bool { return sess().Parked() }, 5*time.Second, 10*time.Millisecond)
+		local := sess().Conn().LocalAddr()
+		require.NotNil(t, local, "round %d: a parked client's local address", round)
+		require.Equal(t, c.PgConn().Conn().RemoteAddr().String(), local.String())
+		var got int
+		require.NoError(t, c.QueryRow(ctx, "SELECT $1::int", round).Scan(&got))
+		require.Equal(t, round, got)
+		require.Equal(t, want, opts(), "round %d: after resuming", round)
+	}
+}
+
+// TestParkedClientKilled: a parked client that is killed (here by
+// shutdown) reads its FATAL error and then the end of the connection,
+// whether it parked deep (nothing sent since its welcome) or with its
+// net.Conn (after a query).
+func TestParkedClientKilled(t *testing.T) {
+	for _, spoke := range []bool{false, true} {
+		t.Run(fmt.Sprintf("spoke=%v", spoke), func(t *testing.T) {
+			d := start(t, "  shutdown_timeout: 10s", "transaction", 2)
+			c := hmRaw(t, d)
+			fe := pgproto3.NewFrontend(c, c)
+			if spoke {
+				_, err := c.Write(hmQuery("SELECT 1"))
+				require.NoError(t, err)
+				er, rfq := hmReadError(t, c, 5*time.Second)
+				require.True(t, rfq)
+				require.Nil(t, er)
+			}
+			require.Eventually(t, func() bool {
+				list := d.Daemon.Clients.List()
+				return len(list) == 1 && list[0].Parked()
+			}, 5*time.Second, 10*time.Millisecond)
+			d.Daemon.Shutdown()
+			require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+			m, err := fe.Receive()
+			require.NoError(t, err)
+			er, ok := m.(*pgproto3.ErrorResponse)
+			require.True(t, ok, "got %T", m)
+			require.Equal(t, "FATAL", er.Severity)
+			require.Equal(t, "58006", er.Code)
+			_, err = fe.Receive()
+			require.Error(t, err, "the connection ends after the error")
+			require.NoError(t, d.Wait(5*time.Second))
+		})
+	}
 }

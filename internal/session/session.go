@@ -54,6 +54,11 @@ type Env struct {
 	// Parker holds idle plaintext clients without a goroutine; nil keeps
 	// a goroutine per client.
 	Parker *idlepark.Parker
+	// ConfigureSocket sets the configured TCP options of a client socket.
+	// A parked client's socket is made a net.Conn again when it resumes
+	// (net.FileConn, which sets Go's own TCP_NODELAY and keepalive), and
+	// this puts the configured ones back. Nil: nothing to set.
+	ConfigureSocket func(net.Conn)
 	// PAM checks the passwords of users with auth_pam_service; nil in a
 	// build without PAM (config refuses the key there).
 	PAM *pam.Authenticator
@@ -245,6 +250,20 @@ func (s *Session) Write(b []byte) error {
 func (s *Session) Kill(code, msg string) {
 	s.mu.Lock()
 	s.killed = true
+	if ps, ok := s.raw.(*parkedSocket); ok && s.parked {
+		// Parked deep: take the socket back from the Parker first (its wake
+		// may already wait for mu), then the last word, which a parked
+		// socket writes without waiting, and the close, all before
+		// resume can run: it finds the socket closed and ends the
+		// session.
+		if s.env.Parker != nil {
+			s.env.Parker.Unpark(ps)
+		}
+		_, _ = ps.Write(protocol.AppendError(nil, "FATAL", code, msg))
+		_ = ps.Close()
+		s.mu.Unlock()
+		return
+	}
 	nc := s.nc // resume swaps it under mu
 	if s.parked && s.env.Parker != nil {
 		// Take the socket back first: the Parker owns it while parked.
