@@ -193,3 +193,43 @@ func TestUnreachableTarget(t *testing.T) {
 		require.NoError(t, c.Close())
 	}
 }
+
+// TestEOFRightAfterData: a server that answers and closes at once (its
+// last bytes and its FIN arrive together) is seen to the end by the
+// client, many times over, in every shape. An event loop that took a short
+// read for a drained socket missed the end of file there: nothing wakes
+// the set again for it.
+func TestEOFRightAfterData(t *testing.T) {
+	t.Parallel()
+	for _, mode := range Modes {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					_, _ = c.Write([]byte("answer"))
+					_ = c.Close()
+				}
+			}()
+			t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+			addr := startForwarder(t, mode, ln.Addr().String())
+			for i := range 300 {
+				c, err := net.Dial("tcp", addr)
+				require.NoError(t, err)
+				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				got, err := io.ReadAll(c)
+				_ = c.Close()
+				require.NoError(t, err, "connection %d", i)
+				require.Equal(t, "answer", string(got), "connection %d", i)
+			}
+		})
+	}
+}

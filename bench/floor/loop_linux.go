@@ -72,7 +72,7 @@ type loop struct {
 
 	buf    []byte
 	events []unix.EpollEvent
-	more   bool // a read of the last batch filled buf: that fd may hold more
+	more   bool // the last batch may have left an fd ready without a new wake-up (a full read, bytes before an EOF, update)
 }
 
 // pair is one forwarded connection: side 0 the client, side 1 the server.
@@ -240,10 +240,9 @@ func (l *loop) runNetpoller() {
 			if e != 0 || !l.dispatch(l.events[:n]) {
 				return true
 			}
-			// A level-triggered fd that still holds bytes is queued again
-			// inside the set without a new wake-up of the netpoller, so the
-			// loop goes on while a read may have left some (it filled the
-			// buffer) or the batch was full.
+			// A level-triggered fd that is still ready stays queued inside
+			// the set without a new wake-up of the netpoller, so the loop
+			// goes on while the batch may have left one (more) or was full.
 			if int(n) < len(l.events) && !l.more {
 				return false
 			}
@@ -314,7 +313,10 @@ func (l *loop) handle(p *pair, side int, events uint32) bool {
 		return true
 	case e != 0:
 		return false
-	case n == len(l.buf):
+	case n == len(l.buf), events&(unix.EPOLLRDHUP|unix.EPOLLHUP) != 0 && n > 0:
+		// The socket may hold more: the rest of a full read, or the end
+		// of file after these bytes (the peer's FIN came with them, and
+		// it wakes nobody again).
 		l.more = true
 	case n == 0: // EOF: pass it on as a half-close
 		p.eof[side] = true
@@ -340,8 +342,12 @@ func (l *loop) handle(p *pair, side int, events uint32) bool {
 
 // update sets what epoll reports for both sides of p: readable while the
 // other side has nothing pending and the side has not ended, writable while
-// the side has bytes pending.
+// the side has bytes pending. A side made readable again may hold bytes
+// already: the kernel queues it in the set, but a change of interest need
+// not wake the netpoller's wait on the set, so the loop looks again before
+// it waits (more).
 func (l *loop) update(p *pair) bool {
+	l.more = true
 	for side := range 2 {
 		var ev uint32
 		if len(p.pend[1-side]) == 0 && !p.eof[side] {
