@@ -268,3 +268,36 @@ func TestParkedClientKilled(t *testing.T) {
 		})
 	}
 }
+
+// TestDeepParkedClientReset: a client that resets its connection while
+// parked deep (nothing sent since its welcome) ends its session, as one
+// parked after a query does (TestIdleClientsParked).
+func TestDeepParkedClientReset(t *testing.T) {
+	d := start(t, "", "transaction", 2)
+	conns := make([]net.Conn, 10)
+	for i := range conns {
+		conns[i] = hmRaw(t, d)
+	}
+	require.Eventually(t, func() bool {
+		parked := 0
+		for _, s := range d.Daemon.Clients.List() {
+			if s.Parked() {
+				parked++
+			}
+		}
+		return parked == len(conns)
+	}, 5*time.Second, 10*time.Millisecond)
+	for _, c := range conns[:5] {
+		require.NoError(t, c.(*net.TCPConn).SetLinger(0))
+		require.NoError(t, c.Close()) // RST
+	}
+	require.Eventually(t, func() bool { return d.Daemon.Clients.Len() == len(conns)-5 }, 5*time.Second, 10*time.Millisecond)
+	// The others are still served.
+	for _, c := range conns[5:] {
+		_, err := c.Write(hmQuery("SELECT 1"))
+		require.NoError(t, err)
+		er, rfq := hmReadError(t, c, 5*time.Second)
+		require.True(t, rfq)
+		require.Nil(t, er)
+	}
+}
