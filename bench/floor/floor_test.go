@@ -17,13 +17,12 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// echoServer answers every connection with what it reads and half-closes
-// when the client does; accepted connections are sent on conns.
-func echoServer(t *testing.T) (addr string, conns <-chan net.Conn) {
+// server runs handle for every connection accepted on a new loopback
+// listener, each in its own goroutine, until the test ends.
+func server(t *testing.T, handle func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	ch := make(chan net.Conn, 64)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -33,20 +32,31 @@ func echoServer(t *testing.T) (addr string, conns <-chan net.Conn) {
 			if err != nil {
 				return
 			}
-			ch <- c
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				defer c.Close()
-				if _, err := io.Copy(c, c); err == nil {
-					_ = c.(*net.TCPConn).CloseWrite()
-				}
-				_, _ = io.Copy(io.Discard, c)
+				handle(c)
 			}()
 		}
 	}()
 	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
-	return ln.Addr().String(), ch
+	return ln.Addr().String()
+}
+
+// echoServer answers every connection with what it reads and half-closes
+// when the client does; accepted connections are sent on conns.
+func echoServer(t *testing.T) (addr string, conns <-chan net.Conn) {
+	t.Helper()
+	ch := make(chan net.Conn, 64)
+	addr = server(t, func(c net.Conn) {
+		defer c.Close()
+		ch <- c
+		if _, err := io.Copy(c, c); err == nil {
+			_ = c.(*net.TCPConn).CloseWrite()
+		}
+		_, _ = io.Copy(io.Discard, c)
+	})
+	return addr, ch
 }
 
 // startForwarder runs Serve for mode in front of target; the cleanup stops
@@ -204,23 +214,11 @@ func TestEOFRightAfterData(t *testing.T) {
 	for _, mode := range Modes {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					_, _ = c.Write([]byte("answer"))
-					_ = c.Close()
-				}
-			}()
-			t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
-			addr := startForwarder(t, mode, ln.Addr().String())
+			target := server(t, func(c net.Conn) {
+				_, _ = c.Write([]byte("answer"))
+				_ = c.Close()
+			})
+			addr := startForwarder(t, mode, target)
 			for i := range 300 {
 				c, err := net.Dial("tcp", addr)
 				require.NoError(t, err)

@@ -148,13 +148,9 @@ func (l *loop) add(client, server *net.TCPConn) {
 // takeFD returns a close-on-exec dup of c's descriptor and closes c.
 func takeFD(c *net.TCPConn) (int, error) {
 	defer c.Close()
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
 	nfd := -1
 	var derr error
-	if err := raw.Control(func(fd uintptr) { nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+	if err := rawio.Control(c, func(fd uintptr) { nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
 		return -1, err
 	}
 	if derr != nil {

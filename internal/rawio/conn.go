@@ -1,6 +1,7 @@
 package rawio
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -77,6 +78,25 @@ func (c *Conn) SyscallConn() (syscall.RawConn, error) {
 		return nil, syscall.EINVAL
 	}
 	return sc.SyscallConn()
+}
+
+// ErrNoSocket: the connection has no descriptor to control (not a
+// syscall.Conn, e.g. a net.Pipe).
+var ErrNoSocket = errors.New("connection has no socket")
+
+// Control runs f with nc's descriptor, held open for the call
+// (RawConn.Control): for calls that never wait, so nc's read and write
+// deadlines have no say.
+func Control(nc net.Conn, f func(fd uintptr)) error {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return ErrNoSocket
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return raw.Control(f)
 }
 
 // Unwrap returns the wrapped connection.

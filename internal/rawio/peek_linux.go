@@ -1,6 +1,7 @@
 package rawio
 
 import (
+	"errors"
 	"net"
 	"syscall"
 )
@@ -21,21 +22,13 @@ const (
 )
 
 // Peek looks at nc's receive queue without blocking and without consuming
-// anything (MSG_PEEK of one byte). It goes through the RawConn's Control,
-// not its Read: a read deadline of nc, pending or passed, has no say over a
-// call that never waits.
+// anything (MSG_PEEK of one byte). It goes through Control, not the
+// RawConn's Read: a read deadline of nc, pending or passed, has no say over
+// a call that never waits.
 func Peek(nc net.Conn) PeekResult {
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return PeekUnknown
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return PeekClosed
-	}
 	res := PeekClosed
 	var b [1]byte
-	err = raw.Control(func(fd uintptr) {
+	err := Control(nc, func(fd uintptr) {
 		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		switch {
 		case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:
@@ -44,7 +37,10 @@ func Peek(nc net.Conn) PeekResult {
 			res = PeekData
 		}
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrNoSocket):
+		return PeekUnknown
+	case err != nil:
 		return PeekClosed
 	}
 	return res

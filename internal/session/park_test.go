@@ -14,9 +14,22 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/doorman-go/doorman/internal/app/apptest"
 	"github.com/doorman-go/doorman/internal/protocol"
 	"github.com/doorman-go/doorman/internal/session"
 )
+
+// parkedCount asks the sessions how many are parked (not the goroutine
+// count, which a loaded machine's stragglers blur).
+func parkedCount(d *apptest.Instance) int {
+	n := 0
+	for _, s := range d.Daemon.Clients.List() {
+		if s.Parked() {
+			n++
+		}
+	}
+	return n
+}
 
 // Idle clients are parked without a goroutine and resume when they speak.
 func TestIdleClientsParked(t *testing.T) {
@@ -67,17 +80,7 @@ func TestParkedClientsShutdown(t *testing.T) {
 		conns[i] = connect(t, d.DSN("app", "app-secret", "appdb"))
 		require.NoError(t, conns[i].Ping(ctx))
 	}
-	// Every client parked (asked of the sessions, not inferred from the
-	// goroutine count, which a loaded machine's stragglers blur).
-	require.Eventually(t, func() bool {
-		parked := 0
-		for _, s := range d.Daemon.Clients.List() {
-			if s.Parked() {
-				parked++
-			}
-		}
-		return parked == len(conns)
-	}, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return parkedCount(d) == len(conns) }, 10*time.Second, 20*time.Millisecond)
 	begin := time.Now()
 	d.Daemon.Shutdown()
 	require.NoError(t, d.Wait(5*time.Second))
@@ -112,15 +115,7 @@ func TestParkedClientMemory(t *testing.T) {
 		require.NoError(t, err)
 		conns = append(conns, pc)
 	}
-	require.Eventually(t, func() bool {
-		parked := 0
-		for _, s := range d.Daemon.Clients.List() {
-			if s.Parked() {
-				parked++
-			}
-		}
-		return parked >= n
-	}, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return parkedCount(d) >= n }, 10*time.Second, 20*time.Millisecond)
 	after := inUse()
 	per := float64(after-before) / n
 	t.Logf("%.0f bytes of live heap and stack per parked client (%d clients)", per, n)
@@ -278,15 +273,7 @@ func TestDeepParkedClientReset(t *testing.T) {
 	for i := range conns {
 		conns[i] = hmRaw(t, d)
 	}
-	require.Eventually(t, func() bool {
-		parked := 0
-		for _, s := range d.Daemon.Clients.List() {
-			if s.Parked() {
-				parked++
-			}
-		}
-		return parked == len(conns)
-	}, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return parkedCount(d) == len(conns) }, 5*time.Second, 10*time.Millisecond)
 	for _, c := range conns[:5] {
 		require.NoError(t, c.(*net.TCPConn).SetLinger(0))
 		require.NoError(t, c.Close()) // RST

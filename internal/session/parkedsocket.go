@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/doorman-go/doorman/internal/rawio"
 )
 
 // parkedSocket is a parked client's socket without its net.Conn: a
@@ -36,17 +38,9 @@ var errParkedSocketClosed = errors.New("parked client socket is closed")
 // non-blocking like nc's. The caller closes nc afterwards; that close does
 // not end the connection, since the dup holds the socket open.
 func dupSocket(nc net.Conn) (*parkedSocket, error) {
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return nil, errors.New("not a socket")
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
 	fd := -1
 	var derr error
-	if err := raw.Control(func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+	if err := rawio.Control(nc, func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
 		return nil, err
 	}
 	if derr != nil {

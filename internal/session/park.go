@@ -1,0 +1,131 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+
+	"go.uber.org/zap"
+
+	"github.com/doorman-go/doorman/internal/idlepark"
+	"github.com/doorman-go/doorman/internal/protocol"
+	"github.com/doorman-go/doorman/internal/rawio"
+)
+
+// park hands the idle client to env.Parker and reports whether it did: the
+// goroutine then ends, and resume continues the session in a new one when
+// the client speaks, hangs up or is killed. TLS clients are not parked: a
+// *tls.Conn may hold decrypted bytes the socket no longer shows.
+//
+// A deep park also gives up the net.Conn: the Parker gets a descriptor of
+// its own (parkedSocket), and the net.Conn's poll descriptor, netFD and
+// local address, most of what an idle client keeps besides the Session,
+// go. Resuming from it costs more (net.FileConn and the socket options
+// set again: about 25 µs more per resume on the hand rig), so only a
+// client that has sent nothing since its welcome parks deep: it pays that
+// once, at its first query, and a driver's pool that opens connections
+// ahead of use is where idle clients come from by the thousand. A client
+// that has spoken parks with its net.Conn.
+func (s *Session) park(ctx context.Context, deep bool) bool {
+	pk := s.env.Parker
+	if pk == nil || s.tls != nil || s.crd.Buffered() > 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Under mu, so that Kill either comes first (no park) or sees parked
+	// and takes the socket back before it closes it.
+	if s.killed || s.srv != nil || s.migrateTo != nil {
+		return false
+	}
+	var ps *parkedSocket // nil: parked with its net.Conn
+	if deep {
+		var err error
+		if ps, err = dupSocket(s.raw); err != nil {
+			s.logger().Debug("client not parked deep", zap.Error(err))
+			ps = nil
+		}
+	}
+	var sc syscall.Conn
+	if ps != nil {
+		sc = ps
+	} else if c, ok := s.raw.(syscall.Conn); ok {
+		sc = c
+	} else {
+		return false
+	}
+	if err := pk.Park(sc, func(idlepark.WakeReason) { s.resume(ctx) }); err != nil {
+		if ps != nil {
+			ps.drop()
+		}
+		if !errors.Is(err, idlepark.ErrUnsupported) && !errors.Is(err, idlepark.ErrClosed) {
+			s.logger().Debug("client not parked", zap.Error(err))
+		}
+		return false
+	}
+	if ps != nil {
+		// The dup holds the socket open: this close neither ends the
+		// connection nor applies SO_LINGER.
+		_ = s.raw.Close()
+	}
+	s.parked = true
+	// The wake may already run, but resume takes mu first: until we
+	// return, the session is still ours. So that a parked client keeps
+	// only what resuming needs, drop the Reader (its buffer is already
+	// released) with its guard and account (clientRead, which holds the
+	// error of the wait that ended in this park), a rewriter with nothing
+	// in it and the rawio wrapper of the socket: nc is the socket itself
+	// while parked, or the parkedSocket (raw too) when parked deep (set
+	// under wmu too, because Write reads nc under it alone).
+	s.crd = nil
+	s.cmem.Set(0)
+	s.clientRead = nil
+	if s.rw != nil && s.rw.blank() {
+		s.rw, s.rwParked = nil, true
+	}
+	s.wmu.Lock()
+	if ps != nil {
+		s.nc, s.raw = ps, ps
+	} else {
+		s.nc = s.raw
+	}
+	s.wmu.Unlock()
+	return true
+}
+
+// resume continues a parked session in the goroutine the Parker started.
+// Whatever woke it (data, a hangup, Kill, the Parker closing), the next
+// read of the client tells. It gives the session back what park dropped
+// (a new rewriter is sized by the settings now in force).
+func (s *Session) resume(ctx context.Context) {
+	s.mu.Lock()
+	s.parked = false
+	if ps, ok := s.raw.(*parkedSocket); ok {
+		// Closed by Kill, which wrote the last word: the session ends.
+		// Otherwise the socket becomes a net.Conn again, with the
+		// configured TCP options (net.FileConn sets Go's own).
+		nc, err := ps.reopen()
+		if err != nil {
+			s.mu.Unlock()
+			s.end(fmt.Errorf("resume parked client: %w: %w", errClientGone, err))
+			return
+		}
+		if s.env.ConfigureSocket != nil {
+			s.env.ConfigureSocket(nc) // SO_LINGER is the socket's: it stayed
+		}
+		s.raw = nc
+	}
+	s.wmu.Lock()
+	s.nc = rawio.Wrap(s.raw)
+	s.wmu.Unlock()
+	s.clientRead = newClientRead(s.env, s.nc, s.general().ProxyCopyDataTimeout)
+	s.crd = protocol.NewReader(&s.guard, 0, MaxClientMessage)
+	if s.rwParked {
+		s.rw = newRewriter(s.pool, s.User)
+		s.rwParked = false
+	}
+	s.mu.Unlock()
+	s.resumed = true
+	s.end(s.run(ctx))
+}
