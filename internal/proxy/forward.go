@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/doorman-go/doorman/internal/rawio"
@@ -18,9 +19,14 @@ import (
 // whether the connection ended because cut was closed. serverClosed (may be
 // nil) is called, on this goroutine and at once, when the server's side
 // ends before the client's and before any cut: the server closed it.
+// "Before the client's" is decided by when the client's side stopped
+// reading, not by which direction reports first: a client's FIN passed on
+// as a half-close makes the server end its side too, and that end may
+// reach errc before the client direction's report does.
 func forward(client, server *net.TCPConn, cut <-chan struct{}, serverClosed func()) (wasCut bool) {
 	errc := make(chan pipeEnd, 2)
-	go pipeClientToServer(server, client, errc)
+	var clientEnded atomic.Bool
+	go pipeClientToServer(server, client, &clientEnded, errc)
 	go pipeServerToClient(client, server, errc)
 	abort := func() {
 		_ = client.Close()
@@ -29,7 +35,7 @@ func forward(client, server *net.TCPConn, cut <-chan struct{}, serverClosed func
 	for pending := 2; pending > 0; {
 		select {
 		case end := <-errc:
-			if pending == 2 && !wasCut && end.fromServer && serverClosed != nil {
+			if pending == 2 && !wasCut && end.fromServer && !clientEnded.Load() && serverClosed != nil {
 				serverClosed()
 			}
 			pending--
@@ -54,16 +60,24 @@ type pipeEnd struct {
 
 // pipeClientToServer and pipeServerToClient are separate functions only so
 // that goroutine dumps say which direction is which.
-func pipeClientToServer(dst, src *net.TCPConn, errc chan<- pipeEnd) {
-	errc <- pipeEnd{fromServer: false, err: pipe(dst, src)}
+// The client direction sets ended as soon as its pump stops, before the
+// half-close that lets the server end its side.
+func pipeClientToServer(dst, src *net.TCPConn, ended *atomic.Bool, errc chan<- pipeEnd) {
+	errc <- pipeEnd{fromServer: false, err: pipe(dst, src, ended)}
 }
 
 func pipeServerToClient(dst, src *net.TCPConn, errc chan<- pipeEnd) {
-	errc <- pipeEnd{fromServer: true, err: pipe(dst, src)}
+	errc <- pipeEnd{fromServer: true, err: pipe(dst, src, nil)}
 }
 
-func pipe(dst, src *net.TCPConn) error {
-	if err := newPump(dst, src).run(); err != nil {
+// pipe pumps src to dst and passes a clean EOF on as a half-close; ended
+// (may be nil) is set once the pump has stopped, whatever the reason.
+func pipe(dst, src *net.TCPConn, ended *atomic.Bool) error {
+	err := newPump(dst, src).run()
+	if ended != nil {
+		ended.Store(true)
+	}
+	if err != nil {
 		return err
 	}
 	if err := dst.CloseWrite(); err != nil && !errors.Is(err, net.ErrClosed) {
