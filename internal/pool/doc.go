@@ -18,9 +18,17 @@
 //   - Epochs: Reconnect bumps the pool's epoch; idle connections of older
 //     epochs are closed at once, busy ones when they come back.
 //
+// A pool at its size makes a client wait on every transaction, so a wait
+// that ends in a handoff allocates nothing: the queue is linked through
+// the waiters, waiters (with their channel and their one timer) are
+// recycled, and AcquireWithin takes its deadline and stop channel as
+// Bounds instead of a derived context. A context is built from Bounds only
+// for the paths that hand one on: a connect, a coordinator permit, an idle
+// check.
+//
 // The pool knows nothing of the PostgreSQL wire protocol: it creates
 // connections through a Connector and checks idle ones through an optional
 // Checker. It is safe for concurrent use; all state is guarded by Pool.mu.
 // Time is read through an injectable clock so that lifetime and idle rules
-// can be tested deterministically.
+// can be tested deterministically; a wait's timer runs on the real clock.
 package pool

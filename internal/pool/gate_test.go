@@ -92,8 +92,8 @@ func TestGateBudgetIgnoredAtPoolSize(t *testing.T) {
 	c1, err := p.Acquire(context.Background())
 	require.NoError(t, err)
 	p.mu.Lock()
-	w := &waiter[*fakeConn]{ch: make(chan grant[*fakeConn], 1), since: p.now(), createOK: true}
-	w.elem = p.waiters.PushBack(w)
+	w := p.newWaiterLocked(true)
+	p.waiters.pushBack(w)
 	p.mu.Unlock()
 	p.budgetSpent(w)
 	require.False(t, w.createOnly)
@@ -191,12 +191,13 @@ func TestPermitWaiterTakesReturnAtPoolSize(t *testing.T) {
 	// Queue the slow path by hand: its permit arrived while the pool is full.
 	pm := &fakePermit{}
 	p.mu.Lock()
-	w := &waiter[*fakeConn]{ch: make(chan grant[*fakeConn], 1), since: p.now(), createOK: true, createOnly: true, permit: pm}
-	w.elem = p.waiters.PushFront(w)
+	w := p.newWaiterLocked(true)
+	w.createOnly, w.permit = true, pm
+	p.waiters.pushFront(w)
 	p.mu.Unlock()
 	got := make(chan *Conn[*fakeConn], 1)
 	go func() {
-		c, err := p.wait(context.Background(), w)
+		c, err := p.wait(context.Background(), Bounds{}, w)
 		require.NoError(t, err)
 		got <- c
 	}()
@@ -342,11 +343,12 @@ func TestCloseFailsCreateOnlyWaiter(t *testing.T) {
 	p := pressurePool(t, Config{MaxSize: 4, MaxParallelCreates: 1}, cn, time.Hour)
 	pm := &fakePermit{}
 	p.mu.Lock()
-	w := &waiter[*fakeConn]{ch: make(chan grant[*fakeConn], 1), since: p.now(), createOK: true, createOnly: true, permit: pm}
-	w.elem = p.waiters.PushBack(w)
+	w := p.newWaiterLocked(true)
+	w.createOnly, w.permit = true, pm
+	p.waiters.pushBack(w)
 	p.mu.Unlock()
 	errc := make(chan error, 1)
-	go func() { _, err := p.wait(context.Background(), w); errc <- err }()
+	go func() { _, err := p.wait(context.Background(), Bounds{}, w); errc <- err }()
 	p.Close()
 	require.ErrorIs(t, <-errc, ErrClosed)
 	require.EqualValues(t, 1, pm.released.Load())

@@ -168,9 +168,8 @@ func (p *Pool[T]) Close() {
 	for _, c := range victims {
 		p.dropLocked(c)
 	}
-	for e := p.waiters.Front(); e != nil; e = p.waiters.Front() {
-		w := p.waiters.Remove(e).(*waiter[T])
-		w.elem = nil
+	for w := p.waiters.front(); w != nil; w = p.waiters.front() {
+		p.waiters.remove(w)
 		w.ch <- grant[T]{err: ErrClosed} // create-only waiters too
 	}
 	if p.paused {
@@ -191,8 +190,8 @@ func (p *Pool[T]) Stats() Stats {
 		Idle: len(p.idle), Busy: p.busy, Creating: p.creating, Total: p.total,
 		Waiting: p.waiters.Len(), Epoch: p.epoch, Paused: p.paused, Counters: p.counters,
 	}
-	if e := p.waiters.Front(); e != nil {
-		s.MaxWait = p.now().Sub(e.Value.(*waiter[T]).since)
+	if w := p.waiters.front(); w != nil {
+		s.MaxWait = p.now().Sub(w.since)
 	}
 	return s
 }

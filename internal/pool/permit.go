@@ -67,8 +67,9 @@ func (p *Pool[T]) createAfterPermit(ctx context.Context) (*Conn[T], error) {
 		p.mu.Unlock()
 		return p.create(ctx, pm, permitJIT)
 	}
-	w := &waiter[T]{ch: make(chan grant[T], 1), since: p.now(), createOK: true, createOnly: true, permit: pm}
-	w.elem = p.waiters.PushFront(w)
+	w := p.newWaiterLocked(true)
+	w.createOnly, w.permit = true, pm
+	p.waiters.pushFront(w)
 	p.mu.Unlock()
-	return p.wait(ctx, w)
+	return p.wait(ctx, Bounds{}, w) // ctx has the caller's Bounds in it already (createWithin)
 }

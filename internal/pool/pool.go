@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -84,19 +83,6 @@ type grant[T Resource] struct {
 	err    error
 }
 
-type waiter[T Resource] struct {
-	ch       chan grant[T]
-	since    time.Time
-	elem     *list.Element
-	createOK bool // may be granted a create slot (warm zone, or anticipation over)
-	fallback bool // anticipation timed out before it became eligible
-	// createOnly: no longer offered returned connections while the pool has
-	// room; it waits for a burst-gate slot only (gate budget spent, or it
-	// holds a coordinator permit already).
-	createOnly bool
-	permit     Permit // taken before queueing for a slot; nil mostly
-}
-
 // Pool is a FIFO pool of connections with direct handoff. The zero value is
 // not usable; use New.
 type Pool[T Resource] struct {
@@ -114,7 +100,7 @@ type Pool[T Resource] struct {
 	mu       sync.Mutex
 	cfg      Config          // guarded by mu (SetConfig on reload)
 	idle     []*Conn[T]      // oldest return first; LRU takes from the end
-	waiters  list.List       // of *waiter[T], oldest first
+	waiters  waitQueue[T]    // oldest first
 	total    int             // idle + busy + creating
 	busy     int             // handed out
 	creating int             // connects in flight
@@ -126,6 +112,9 @@ type Pool[T Resource] struct {
 	drained  []chan struct{} // closed when busy+creating reaches zero
 
 	prereplacing int // replacements in flight (at most maxPrereplacements)
+
+	waiterFree  *waiter[T] // recycled waiters, linked through next
+	waiterFreeN int
 }
 
 // Counters are monotonic event counts of one pool.
@@ -213,28 +202,55 @@ func (p *Pool[T]) Config() Config {
 // Acquire returns a connection, waiting in FIFO order while the pool is at
 // its size or its burst gate is full. It gives up when ctx is done.
 func (p *Pool[T]) Acquire(ctx context.Context) (*Conn[T], error) {
+	return p.AcquireWithin(ctx, Bounds{})
+}
+
+// AcquireWithin is Acquire that also gives up at b's deadline
+// (context.DeadlineExceeded) or stop (ErrStopped). A wait that ends with
+// a connection handed over allocates nothing.
+func (p *Pool[T]) AcquireWithin(ctx context.Context, b Bounds) (*Conn[T], error) {
 	for {
 		c, create, w, err := p.tryAcquire()
 		if err != nil {
 			return nil, err
 		}
 		if c != nil {
-			if c, ok := p.checkout(ctx, c, p.now()); ok {
+			if c, ok := p.checkoutWithin(ctx, b, c); ok {
 				return c, nil
 			}
 			continue
 		}
 		if create {
-			return p.create(ctx, nil, permitJIT)
+			return p.createWithin(ctx, b, nil)
 		}
 		if w == nil { // paused
-			if err := p.waitResume(ctx); err != nil {
+			if err := p.waitResume(ctx, b); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		return p.wait(ctx, w)
+		return p.wait(ctx, b, w)
 	}
+}
+
+// createWithin is create(permitJIT) under ctx with b folded in.
+func (p *Pool[T]) createWithin(ctx context.Context, b Bounds, permit Permit) (*Conn[T], error) {
+	cctx, cancel := b.within(ctx)
+	defer cancel()
+	c, err := p.create(cctx, permit, permitJIT)
+	return c, stoppedCause(cctx, err)
+}
+
+// checkoutWithin is checkout, with b folded into the context only when an
+// idle check will use it.
+func (p *Pool[T]) checkoutWithin(ctx context.Context, b Bounds, c *Conn[T]) (*Conn[T], bool) {
+	now := p.now()
+	if p.check == nil || p.cfg.IdleCheckTimeout <= 0 || now.Sub(c.returnedAt) < p.cfg.IdleCheckTimeout || b.none() {
+		return p.checkout(ctx, c, now)
+	}
+	cctx, cancel := b.within(ctx)
+	defer cancel()
+	return p.checkout(cctx, c, now)
 }
 
 // TryAcquire returns an idle connection without waiting, or nil when none
@@ -297,8 +313,8 @@ func (p *Pool[T]) tryAcquire() (c *Conn[T], create bool, w *waiter[T], err error
 	if p.creating >= p.cfg.MaxParallelCreates {
 		p.counters.GateWaits++
 	}
-	w = &waiter[T]{ch: make(chan grant[T], 1), since: p.now(), createOK: warm}
-	w.elem = p.waiters.PushBack(w)
+	w = p.newWaiterLocked(warm)
+	p.waiters.pushBack(w)
 	p.counters.Waits++
 	return nil, false, w, nil
 }
@@ -387,15 +403,25 @@ func (p *Pool[T]) checkout(ctx context.Context, c *Conn[T], now time.Time) (*Con
 	return c, true
 }
 
-func (p *Pool[T]) waitResume(ctx context.Context) error {
+func (p *Pool[T]) waitResume(ctx context.Context, b Bounds) error {
 	p.mu.Lock()
 	ch := p.resume
 	p.mu.Unlock()
+	var limit <-chan time.Time
+	if !b.Deadline.IsZero() {
+		t := time.NewTimer(b.Deadline.Sub(p.now()))
+		defer t.Stop()
+		limit = t.C
+	}
 	select {
 	case <-ch:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-limit:
+		return context.DeadlineExceeded
+	case <-b.Stop:
+		return ErrStopped
 	}
 }
 
@@ -404,9 +430,8 @@ func (p *Pool[T]) waitResume(ctx context.Context) error {
 func (p *Pool[T]) abandon(w *waiter[T]) {
 	p.mu.Lock()
 	p.counters.WaitCancels++
-	if w.elem != nil {
-		p.waiters.Remove(w.elem)
-		w.elem = nil
+	if w.queued {
+		p.waiters.remove(w)
 		p.mu.Unlock()
 		return
 	}
@@ -502,16 +527,15 @@ func jittered(d time.Duration, f func() float64) time.Duration {
 // grantCreatesLocked hands create slots to the oldest waiters eligible for
 // one while the pool has room and the burst gate has free slots.
 func (p *Pool[T]) grantCreatesLocked() {
-	for e := p.waiters.Front(); e != nil && p.total < p.cfg.MaxSize && p.creating < p.cfg.MaxParallelCreates && !p.paused; {
-		next := e.Next()
-		if w := e.Value.(*waiter[T]); w.createOK {
-			p.waiters.Remove(e)
-			w.elem = nil
+	for w := p.waiters.front(); w != nil && p.total < p.cfg.MaxSize && p.creating < p.cfg.MaxParallelCreates && !p.paused; {
+		next := w.next
+		if w.createOK {
+			p.waiters.remove(w)
 			p.total++
 			p.creating++
 			w.ch <- grant[T]{create: true}
 		}
-		e = next
+		w = next
 	}
 }
 
@@ -520,13 +544,11 @@ func (p *Pool[T]) grantCreatesLocked() {
 // (they get the next burst-gate slot instead).
 func (p *Pool[T]) popWaiterLocked() *waiter[T] {
 	room := p.total < p.cfg.MaxSize
-	for e := p.waiters.Front(); e != nil; e = e.Next() {
-		w := e.Value.(*waiter[T])
+	for w := p.waiters.front(); w != nil; w = w.next {
 		if w.createOnly && room {
 			continue
 		}
-		p.waiters.Remove(e)
-		w.elem = nil
+		p.waiters.remove(w)
 		return w
 	}
 	return nil

@@ -379,10 +379,32 @@ func TestConcurrentStress(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
+			stop := make(chan struct{}, 1)
 			for j := 0; j < 200; j++ {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(1+j%3)*time.Millisecond)
-				c, err := p.Acquire(ctx)
-				cancel()
+				d := time.Duration(1+j%3) * time.Millisecond
+				var c *Conn[*fakeConn]
+				var err error
+				switch j % 3 {
+				case 0:
+					ctx, cancel := context.WithTimeout(context.Background(), d)
+					c, err = p.Acquire(ctx)
+					cancel()
+				case 1:
+					c, err = p.AcquireWithin(context.Background(), Bounds{Deadline: time.Now().Add(d)})
+				default: // stopped from outside, maybe while it waits
+					go func() {
+						time.Sleep(d / 2)
+						select {
+						case stop <- struct{}{}:
+						default:
+						}
+					}()
+					c, err = p.AcquireWithin(context.Background(), Bounds{Stop: stop})
+					select {
+					case <-stop:
+					default:
+					}
+				}
 				if err != nil {
 					continue
 				}
@@ -403,6 +425,15 @@ func TestConcurrentStress(t *testing.T) {
 	cn.mu.Lock()
 	require.LessOrEqual(t, cn.peak, 2)
 	cn.mu.Unlock()
+	p.mu.Lock()
+	n := 0
+	for w := p.waiterFree; w != nil; w = w.next {
+		require.Empty(t, w.ch, "a recycled waiter holds no grant")
+		n++
+	}
+	require.Equal(t, p.waiterFreeN, n)
+	require.LessOrEqual(t, n, maxFreeWaiters)
+	p.mu.Unlock()
 }
 
 func TestTryAcquireRespectsQueue(t *testing.T) {

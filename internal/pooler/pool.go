@@ -115,12 +115,16 @@ func (p *Pool) Conns() *pool.Pool[*backend.Conn] { return p.conns }
 // wait.
 func (p *Pool) Acquire(ctx context.Context) (*Conn, error) { return p.AcquireFor(ctx, nil) }
 
-// Waiter hears when a client starts and stops waiting in AcquireFor,
-// with the means to stop the wait: a cancel request for a statement that
-// has no server yet. Waiting and DoneWaiting are called only when the
-// client has to wait, never on the hot path.
+// Waiter hears when a client starts and stops waiting in AcquireFor, and
+// can stop the wait: a cancel request for a statement that has no server
+// yet. Waiting and DoneWaiting are called only when the client has to
+// wait, never on the hot path.
 type Waiter interface {
-	Waiting(stop func())
+	// Waiting returns the channel (nil: none) a receive from which stops
+	// the wait with ErrCanceled. The Waiter owns it and may reuse it for
+	// its next wait: whatever was sent and not received is its to drain
+	// in DoneWaiting.
+	Waiting() (stop <-chan struct{})
 	DoneWaiting()
 }
 
@@ -145,31 +149,26 @@ func (p *Pool) AcquireFor(ctx context.Context, w Waiter) (*Conn, error) {
 		}
 		return c, err
 	}
-	var canceled context.Context
+	// The wait's bounds are a deadline and a channel, not contexts: a
+	// pool at its size waits on every transaction, and a context per
+	// wait would be two allocations, a timer and a child registration.
+	start := time.Now()
+	var b pool.Bounds
 	if w != nil {
-		var stop context.CancelCauseFunc
-		ctx, stop = context.WithCancelCause(ctx)
-		canceled = ctx
-		w.Waiting(func() { stop(ErrCanceled) })
-		defer func() {
-			w.DoneWaiting()
-			stop(nil)
-		}()
+		b.Stop = w.Waiting()
+		defer w.DoneWaiting()
 	}
 	if d := s.General.QueryWaitTimeout; d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
+		b.Deadline = start.Add(d)
 	}
-	start := time.Now()
 	p.Stats.ClientsWaiting.Add(1)
-	c, err := p.conns.Acquire(ctx)
+	c, err := p.conns.AcquireWithin(ctx, b)
 	p.Stats.ClientsWaiting.Add(-1)
 	wait := time.Since(start)
 	p.Stats.WaitTime.Add(uint64(wait.Microseconds()))
 	p.Stats.WaitCount.Add(1)
 	if err != nil {
-		if canceled != nil && errors.Is(context.Cause(canceled), ErrCanceled) {
+		if errors.Is(err, pool.ErrStopped) {
 			p.Stats.WaitsCanceled.Add(1)
 			return nil, ErrCanceled
 		}

@@ -21,12 +21,10 @@ func (s *Session) forwardCancel(ctx context.Context, m *protocol.CancelRequest) 
 		return
 	}
 	target.mu.Lock()
-	if stop := target.stopWait; target.srv == nil && stop != nil {
+	if target.srv == nil && target.stopWaitLocked() {
 		// Waiting for a server: nothing was sent, the statement is
 		// cancelled here (answerCanceled).
-		target.stopWait = nil
 		target.mu.Unlock()
-		stop()
 		return
 	}
 	var srv *backend.Conn
@@ -54,18 +52,42 @@ func (s *Session) forwardCancel(ctx context.Context, m *protocol.CancelRequest) 
 // for a server, its cancel request stops the wait (forwardCancel).
 type waitHook Session
 
-func (h *waitHook) Waiting(stop func()) {
+func (h *waitHook) Waiting() <-chan struct{} {
 	s := (*Session)(h)
 	s.waited = true // called by Acquire in the client loop's goroutine
 	s.mu.Lock()
-	s.stopWait = stop
+	if s.waitStop == nil {
+		s.waitStop = make(chan struct{}, 1)
+	}
+	s.waiting = true
+	stop := s.waitStop
 	s.mu.Unlock()
+	return stop
+}
+
+// stopWaitLocked stops the client's wait for a server, if it waits. It
+// sends under mu: DoneWaiting drains under mu, so no stop outlives the
+// wait it was meant for.
+func (s *Session) stopWaitLocked() bool {
+	if !s.waiting {
+		return false
+	}
+	s.waiting = false
+	select {
+	case s.waitStop <- struct{}{}:
+	default:
+	}
+	return true
 }
 
 func (h *waitHook) DoneWaiting() {
 	s := (*Session)(h)
 	s.mu.Lock()
-	s.stopWait = nil
+	s.waiting = false
+	select {
+	case <-s.waitStop: // a stop that came too late for the wait
+	default:
+	}
 	s.mu.Unlock()
 }
 

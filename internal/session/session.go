@@ -125,9 +125,11 @@ type Session struct {
 	// Here, with skipToSync, in the padding after the flags above.
 	waited     bool
 	skipToSync bool // a refused extended-protocol message: drop messages up to Sync (owned by the client loop)
-	// stopWait ends the client's wait for a server (pooler.Waiter), nil
-	// when it does not wait.
-	stopWait func()
+	// waiting: the client waits for a server (pooler.Waiter); a cancel
+	// request then sends on waitStop, under mu. waitStop is made at the
+	// session's first wait and reused.
+	waiting  bool
+	waitStop chan struct{}
 	// cancels counts cancel requests being forwarded to srv; Add only
 	// under mu while srv is attached, Wait before srv goes back to the pool.
 	cancels sync.WaitGroup

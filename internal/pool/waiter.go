@@ -1,0 +1,173 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrStopped is Acquire's answer when its Bounds.Stop fired first.
+var ErrStopped = errors.New("wait for a connection stopped")
+
+// Bounds ends a wait the way a done context would, without a context of
+// its own: a wait per transaction (a pool at its size) then costs no
+// context, timer or channel allocation.
+type Bounds struct {
+	// Deadline (zero: none) ends the wait with context.DeadlineExceeded.
+	Deadline time.Time
+	// Stop (nil: never) ends the wait with ErrStopped once it can be
+	// received from.
+	Stop <-chan struct{}
+}
+
+func (b Bounds) none() bool { return b.Deadline.IsZero() && b.Stop == nil }
+
+// within is ctx with b folded in, for the rare paths that hand a context
+// on (a connect, a coordinator permit, an idle check): ending it by Stop
+// leaves ErrStopped as its cause. The cancel func must be called.
+func (b Bounds) within(ctx context.Context) (context.Context, context.CancelFunc) {
+	if b.none() {
+		return ctx, func() {}
+	}
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	cancel := func() { cancelCause(nil) }
+	if !b.Deadline.IsZero() {
+		var cancelDeadline context.CancelFunc
+		ctx, cancelDeadline = context.WithDeadline(ctx, b.Deadline)
+		cancel = func() { cancelDeadline(); cancelCause(nil) }
+	}
+	if b.Stop != nil {
+		done := ctx.Done()
+		go func() {
+			select {
+			case <-b.Stop:
+				cancelCause(ErrStopped)
+			case <-done:
+			}
+		}()
+	}
+	return ctx, cancel
+}
+
+// stoppedCause turns an error of a call made under ctx (from within) into
+// ErrStopped when Stop is what ended ctx.
+func stoppedCause(ctx context.Context, err error) error {
+	if err != nil && errors.Is(context.Cause(ctx), ErrStopped) {
+		return ErrStopped
+	}
+	return err
+}
+
+// waiter is one queued acquire. Waiters are recycled (Pool.waiterFree):
+// one is handed out again only after its wait has ended, its grant (if any)
+// has been received and it has left the queue.
+type waiter[T Resource] struct {
+	ch         chan grant[T] // capacity 1; sent to under Pool.mu only
+	since      time.Time
+	prev, next *waiter[T] // in Pool.waiters while queued
+	queued     bool
+	createOK   bool // may be granted a create slot (warm zone, or anticipation over)
+	fallback   bool // anticipation timed out before it became eligible
+	// createOnly: no longer offered returned connections while the pool has
+	// room; it waits for a burst-gate slot only (gate budget spent, or it
+	// holds a coordinator permit already).
+	createOnly bool
+	permit     Permit // taken before queueing for a slot; nil mostly
+
+	phase *time.Timer // anticipation, gate budget, Bounds.Deadline; made once, Reset per wait
+}
+
+// newWaiterLocked takes a recycled waiter, or makes one.
+func (p *Pool[T]) newWaiterLocked(createOK bool) *waiter[T] {
+	w := p.waiterFree
+	if w != nil {
+		p.waiterFree = w.next
+		p.waiterFreeN--
+		w.next = nil
+	} else {
+		w = &waiter[T]{ch: make(chan grant[T], 1)}
+	}
+	w.since, w.createOK = p.now(), createOK
+	return w
+}
+
+// freeWaiter recycles w after its wait ended. A pool keeps at most
+// maxFreeWaiters, so a burst of waits leaves a bounded list behind.
+func (p *Pool[T]) freeWaiter(w *waiter[T]) {
+	if w.phase != nil {
+		w.phase.Stop()
+	}
+	phase, ch := w.phase, w.ch
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.waiterFreeN >= maxFreeWaiters {
+		return
+	}
+	*w = waiter[T]{ch: ch, phase: phase, next: p.waiterFree}
+	p.waiterFree = w
+	p.waiterFreeN++
+}
+
+// maxFreeWaiters bounds the recycled waiters of one pool: each is about
+// 450 bytes with its channel and timers, and as many are in use at once
+// as clients queue, so a pool that once had 256 clients waiting keeps
+// about 115 KB for the next such burst.
+const maxFreeWaiters = 256
+
+// resetTimer arms *t for d, making it on first use.
+func resetTimer(t **time.Timer, d time.Duration) <-chan time.Time {
+	if *t == nil {
+		*t = time.NewTimer(d)
+	} else {
+		(*t).Reset(d)
+	}
+	return (*t).C
+}
+
+// waitQueue is the FIFO of queued waiters, linked through the waiters
+// themselves so that queueing allocates nothing.
+type waitQueue[T Resource] struct {
+	head, tail *waiter[T]
+	n          int
+}
+
+func (q *waitQueue[T]) Len() int { return q.n }
+
+func (q *waitQueue[T]) front() *waiter[T] { return q.head }
+
+func (q *waitQueue[T]) pushBack(w *waiter[T]) {
+	w.prev, w.next, w.queued = q.tail, nil, true
+	if q.tail != nil {
+		q.tail.next = w
+	} else {
+		q.head = w
+	}
+	q.tail = w
+	q.n++
+}
+
+func (q *waitQueue[T]) pushFront(w *waiter[T]) {
+	w.prev, w.next, w.queued = nil, q.head, true
+	if q.head != nil {
+		q.head.prev = w
+	} else {
+		q.tail = w
+	}
+	q.head = w
+	q.n++
+}
+
+func (q *waitQueue[T]) remove(w *waiter[T]) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		q.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		q.tail = w.prev
+	}
+	w.prev, w.next, w.queued = nil, nil, false
+	q.n--
+}

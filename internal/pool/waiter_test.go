@@ -1,0 +1,137 @@
+package pool
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A full pool: the wait ends at Bounds.Deadline and leaves the queue.
+func TestAcquireWithinDeadline(t *testing.T) {
+	cn := &connector{}
+	p := pressurePool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, cn, time.Hour)
+	held, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = p.AcquireWithin(context.Background(), Bounds{Deadline: start.Add(30 * time.Millisecond)})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond)
+	s := p.Stats()
+	require.Zero(t, s.Waiting)
+	require.EqualValues(t, 1, s.WaitCancels)
+	p.Release(held)
+	c, err := p.Acquire(context.Background())
+	require.NoError(t, err, "the abandoned wait took nothing with it")
+	require.Same(t, held, c)
+	p.Release(c)
+}
+
+// A receive from Bounds.Stop ends a queued wait with ErrStopped.
+func TestAcquireWithinStop(t *testing.T) {
+	cn := &connector{}
+	p := pressurePool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, cn, time.Hour)
+	held, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	stop := make(chan struct{}, 1)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.AcquireWithin(context.Background(), Bounds{Deadline: time.Now().Add(time.Minute), Stop: stop})
+		errc <- err
+	}()
+	waitFor(t, func() bool { return p.Stats().Waiting == 1 })
+	stop <- struct{}{}
+	require.ErrorIs(t, <-errc, ErrStopped)
+	require.Zero(t, p.Stats().Waiting)
+	p.Release(held)
+}
+
+// Stop also ends a connect the wait was granted, and is reported as
+// ErrStopped, not as the connect's own context error.
+func TestAcquireWithinStopDuringConnect(t *testing.T) {
+	cn := &connector{gate: make(chan struct{})}
+	p := pressurePool(t, Config{MaxSize: 1, MaxParallelCreates: 1, WarmRatio: 100}, cn, time.Hour)
+	stop := make(chan struct{}, 1)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.AcquireWithin(context.Background(), Bounds{Stop: stop})
+		errc <- err
+	}()
+	waitFor(t, func() bool { return p.Stats().Creating == 1 })
+	stop <- struct{}{}
+	require.ErrorIs(t, <-errc, ErrStopped)
+	waitFor(t, func() bool { s := p.Stats(); return s.Creating == 0 && s.Total == 0 })
+}
+
+// A deadline that passes during a granted connect ends it with
+// context.DeadlineExceeded.
+func TestAcquireWithinDeadlineDuringConnect(t *testing.T) {
+	cn := &connector{gate: make(chan struct{})}
+	p := pressurePool(t, Config{MaxSize: 1, MaxParallelCreates: 1, WarmRatio: 100}, cn, time.Hour)
+	_, err := p.AcquireWithin(context.Background(), Bounds{Deadline: time.Now().Add(20 * time.Millisecond)})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Zero(t, p.Stats().Total)
+}
+
+// A wait that ends with a handed-over connection allocates nothing once the
+// pool has a recycled waiter: no context, timer, channel or queue element
+// per wait (a pool at its size waits on every transaction).
+func TestHandoffWaitAllocatesNothing(t *testing.T) {
+	cn := &connector{}
+	p := pressurePool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, cn, time.Hour)
+	held, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	give := make(chan *Conn[*fakeConn])
+	done := make(chan struct{})
+	defer close(done)
+	go func() { // releases what it is given once the next acquire queued
+		for {
+			select {
+			case c := <-give:
+				for p.Stats().Waiting == 0 {
+					time.Sleep(10 * time.Microsecond)
+				}
+				p.Release(c)
+			case <-done:
+				return
+			}
+		}
+	}()
+	stop := make(chan struct{}, 1)
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(200, func() {
+		give <- held
+		c, err := p.AcquireWithin(ctx, Bounds{Deadline: time.Now().Add(time.Minute), Stop: stop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = c
+	})
+	require.Zero(t, allocs)
+	require.Positive(t, p.Stats().Handoffs)
+	p.Release(held)
+}
+
+func TestWaitQueueOrder(t *testing.T) {
+	var q waitQueue[*fakeConn]
+	a, b, c := &waiter[*fakeConn]{}, &waiter[*fakeConn]{}, &waiter[*fakeConn]{}
+	q.pushBack(b)
+	q.pushBack(c)
+	q.pushFront(a)
+	require.Equal(t, 3, q.Len())
+	var got []*waiter[*fakeConn]
+	for w := q.front(); w != nil; w = w.next {
+		got = append(got, w)
+	}
+	require.Equal(t, []*waiter[*fakeConn]{a, b, c}, got)
+	q.remove(b)
+	require.False(t, b.queued)
+	require.Same(t, c, a.next)
+	require.Same(t, a, c.prev)
+	q.remove(a)
+	q.remove(c)
+	require.Zero(t, q.Len())
+	require.Nil(t, q.front())
+	require.Nil(t, q.tail)
+}
