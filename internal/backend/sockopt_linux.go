@@ -27,7 +27,7 @@ func setUserTimeout(tc *net.TCPConn, d time.Duration) {
 // connection is still open: a peek that finds EOF or unexpected bytes (a
 // FATAL sent before the server went away) means it is not.
 func (c *Conn) Alive() bool {
-	switch rawio.Peek(c.raw) {
+	switch rawio.PeekVia(c.nc, c.raw) {
 	case rawio.PeekEmpty, rawio.PeekUnknown:
 		return true
 	}

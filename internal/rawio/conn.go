@@ -71,8 +71,12 @@ func Wrap(nc net.Conn) *Conn {
 }
 
 // SyscallConn returns the underlying connection's, so that a Conn can be
-// parked or have socket options set like the socket itself.
+// parked or have socket options set like the socket itself. A Conn over a
+// plain socket hands out the RawConn it keeps, without allocating.
 func (c *Conn) SyscallConn() (syscall.RawConn, error) {
+	if c.rc != nil {
+		return c.rc, nil
+	}
 	sc, ok := c.Conn.(syscall.Conn)
 	if !ok {
 		return nil, syscall.EINVAL
@@ -98,6 +102,9 @@ func Control(nc net.Conn, f func(fd uintptr)) error {
 	}
 	return raw.Control(f)
 }
+
+// Socket reports whether c is over a plain socket (raw calls in use).
+func (c *Conn) Socket() bool { return c.rc != nil }
 
 // Unwrap returns the wrapped connection.
 func (c *Conn) Unwrap() net.Conn { return c.Conn }

@@ -3,6 +3,7 @@ package rawio
 import (
 	"errors"
 	"net"
+	"sync"
 	"syscall"
 )
 
@@ -24,19 +25,14 @@ const (
 // Peek looks at nc's receive queue without blocking and without consuming
 // anything (MSG_PEEK of one byte). It goes through Control, not the
 // RawConn's Read: a read deadline of nc, pending or passed, has no say over
-// a call that never waits.
+// a call that never waits. It runs after every wait for a server, so its
+// state comes from peekOps instead of a closure per call.
 func Peek(nc net.Conn) PeekResult {
-	res := PeekClosed
-	var b [1]byte
-	err := Control(nc, func(fd uintptr) {
-		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		switch {
-		case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:
-			res = PeekEmpty
-		case err == nil && n > 0:
-			res = PeekData
-		}
-	})
+	op := peekOps.Get().(*peekOp)
+	op.res = PeekClosed
+	err := Control(nc, op.fn)
+	res := op.res
+	peekOps.Put(op)
 	switch {
 	case errors.Is(err, ErrNoSocket):
 		return PeekUnknown
@@ -44,4 +40,37 @@ func Peek(nc net.Conn) PeekResult {
 		return PeekClosed
 	}
 	return res
+}
+
+// PeekVia is Peek of a connection's socket: through nc when it is a Conn
+// over the plain socket (its kept RawConn: no allocation), else through
+// raw, the socket under a TLS nc.
+func PeekVia(nc, raw net.Conn) PeekResult {
+	if c, ok := nc.(*Conn); ok && c.Socket() {
+		return Peek(c)
+	}
+	return Peek(raw)
+}
+
+// peekOp is one Peek's buffer and result, with its method bound once.
+type peekOp struct {
+	b   [1]byte
+	res PeekResult
+	fn  func(fd uintptr)
+}
+
+var peekOps = sync.Pool{New: func() any {
+	op := &peekOp{}
+	op.fn = op.peek
+	return op
+}}
+
+func (op *peekOp) peek(fd uintptr) {
+	n, _, err := syscall.Recvfrom(int(fd), op.b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	switch {
+	case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:
+		op.res = PeekEmpty
+	case err == nil && n > 0:
+		op.res = PeekData
+	}
 }

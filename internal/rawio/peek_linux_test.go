@@ -72,3 +72,32 @@ func TestPeek(t *testing.T) {
 	defer b.Close()
 	require.Equal(t, PeekUnknown, Peek(a), "no socket under a net.Pipe")
 }
+
+// Peek runs after every wait for a server: it allocates at most the
+// RawConn that net.TCPConn.SyscallConn makes.
+func TestPeekAllocs(t *testing.T) {
+	local, _ := tcpPair(t)
+	require.Equal(t, PeekEmpty, Peek(local))
+	allocs := testing.AllocsPerRun(100, func() { Peek(local) })
+	require.LessOrEqual(t, allocs, 1.0)
+}
+
+// Through a Conn over a plain socket, Peek allocates nothing; PeekVia
+// peeks at the socket under a wrapper that is not one (TLS).
+func TestPeekVia(t *testing.T) {
+	local, peer := tcpPair(t)
+	c := Wrap(local)
+	require.True(t, c.Socket())
+	require.Equal(t, PeekEmpty, PeekVia(c, local))
+	require.Zero(t, testing.AllocsPerRun(100, func() { PeekVia(c, local) }))
+
+	p1, p2 := net.Pipe()
+	defer p1.Close()
+	defer p2.Close()
+	notSocket := Wrap(p1)
+	require.False(t, notSocket.Socket())
+	require.Equal(t, PeekEmpty, PeekVia(notSocket, local), "the socket under it")
+	_, err := peer.Write([]byte("x"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return PeekVia(notSocket, local) == PeekData }, 5*time.Second, time.Millisecond)
+}

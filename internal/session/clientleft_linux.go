@@ -11,4 +11,6 @@ import (
 // before it. Unread bytes (pipelined messages, a Terminate, TLS records)
 // are left for the client loop, as PostgreSQL runs a query it has read
 // whatever follows it.
-func clientLeft(nc net.Conn) bool { return rawio.Peek(nc) == rawio.PeekClosed }
+// nc is the client's connection as the session reads it, raw the socket
+// under it (rawio.PeekVia).
+func clientLeft(nc, raw net.Conn) bool { return rawio.PeekVia(nc, raw) == rawio.PeekClosed }

@@ -4,4 +4,4 @@ package session
 
 import "net"
 
-func clientLeft(net.Conn) bool { return false }
+func clientLeft(_, _ net.Conn) bool { return false }

@@ -71,7 +71,7 @@ func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error
 	}
 	// Only after a wait (the pool called Waiting): a server handed over
 	// at once costs nothing, not even a clock read.
-	if s.waited && clientLeft(s.raw) {
+	if s.waited && clientLeft(s.nc, s.raw) {
 		// The client gave up while it waited (its connect or statement
 		// timeout, a reset): its statement is not run, as PostgreSQL's
 		// client_connection_check_interval would cancel it.
