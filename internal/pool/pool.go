@@ -233,26 +233,6 @@ func (p *Pool[T]) AcquireWithin(ctx context.Context, b Bounds) (*Conn[T], error)
 	}
 }
 
-// createWithin is create(permitJIT) under ctx with b folded in.
-func (p *Pool[T]) createWithin(ctx context.Context, b Bounds, permit Permit) (*Conn[T], error) {
-	cctx, cancel := b.within(ctx)
-	defer cancel()
-	c, err := p.create(cctx, permit, permitJIT)
-	return c, stoppedCause(cctx, err)
-}
-
-// checkoutWithin is checkout, with b folded into the context only when an
-// idle check will use it.
-func (p *Pool[T]) checkoutWithin(ctx context.Context, b Bounds, c *Conn[T]) (*Conn[T], bool) {
-	now := p.now()
-	if p.check == nil || p.cfg.IdleCheckTimeout <= 0 || now.Sub(c.returnedAt) < p.cfg.IdleCheckTimeout || b.none() {
-		return p.checkout(ctx, c, now)
-	}
-	cctx, cancel := b.within(ctx)
-	defer cancel()
-	return p.checkout(cctx, c, now)
-}
-
 // TryAcquire returns an idle connection without waiting, or nil when none
 // is free or clients are already queued (they come first). It is the hot
 // path: no timer, no context allocation.
