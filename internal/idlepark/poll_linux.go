@@ -27,7 +27,7 @@ func (p *Parker) poll(raw syscall.RawConn) {
 	)
 	err := raw.Read(func(fd uintptr) bool {
 		for {
-			n, err := unix.EpollWait(int(fd), p.events, 0)
+			n, err := epollWait0(int(fd), p.events)
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}

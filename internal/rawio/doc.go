@@ -21,7 +21,9 @@
 //
 // Peek (Linux) looks at a socket's receive queue without blocking or
 // consuming: whether a peer has gone (end of file, a reset) or has bytes
-// waiting. The session and the server connection both ask it.
+// waiting. The session and the server connection both ask it. It is a raw
+// call too: a call the scheduler sees wakes sysmon whenever every P was
+// idle, and sysmon then polls every 20 µs for a while.
 //
 // ReadFD and WriteFD are the one raw call each, for code that runs its own
 // RawConn callbacks (patroni_proxy's pump takes its buffer only once the

@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"syscall"
+	"unsafe"
 )
 
 // PeekResult is what one non-blocking peek at a socket found.
@@ -66,11 +67,14 @@ var peekOps = sync.Pool{New: func() any {
 }}
 
 func (op *peekOp) peek(fd uintptr) {
-	n, _, err := syscall.Recvfrom(int(fd), op.b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	// A raw call, as ReadFD: MSG_DONTWAIT never blocks, and a call the
+	// scheduler sees (syscall.Recvfrom) wakes a sleeping sysmon.
+	n, _, err := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&op.b[0])), 1,
+		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
 	switch {
 	case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:
 		op.res = PeekEmpty
-	case err == nil && n > 0:
+	case err == 0 && n > 0:
 		op.res = PeekData
 	}
 }
