@@ -25,10 +25,12 @@
 // server connection so that shutdown_timeout and KILL still cut at once.
 //
 // While a client sits idle between transactions it holds no server
-// connection and, after idleRelease, no read buffer (the Reader releases
-// it) and, over plaintext, no goroutine: it is parked in Env.Parker and
-// resume continues it in a new goroutine. A client that has sent nothing
-// since its welcome is parked at once, without the idleRelease wait, and
+// connection and, after its release (idleRelease, 100 ms, doubling up to
+// 800 ms for a client that keeps coming back soon after a park:
+// adaptRelease), no read buffer (the Reader releases it) and, over
+// plaintext, no goroutine: it is parked in Env.Parker and resume continues
+// it in a new goroutine. A client that has sent nothing since its welcome
+// is parked at once, without that wait, and
 // deep: its net.Conn is closed and the Parker holds a dup of the socket
 // (parkedSocket), which resume makes a net.Conn again (net.FileConn, then
 // Env.ConfigureSocket). A parked client also drops its Reader, a rewriter

@@ -241,19 +241,56 @@ func (s *Session) streamToServer(srv *pooler.Conn, sbuf *[]byte, frameLen int) e
 
 // idleRelease is how long a client between transactions keeps its read
 // buffer and its goroutine, at most (at least half of it: see stallGuard's
-// idleWait). A busy client reads each message with one syscall into the
-// buffer it holds; one that stays quiet longer gives the buffer back and is
-// parked (Env.Parker), so idle clients cost no buffer and no goroutine stack
-// (the next read then takes the 5-byte header first). Parking costs a few
-// µs, which a client that is back within idleRelease does not pay.
+// idleWait), until it has been parked and came back soon (adaptRelease). A
+// busy client reads each message with one syscall into the buffer it holds;
+// one that stays quiet longer gives the buffer back and is parked
+// (Env.Parker), so idle clients cost no buffer and no goroutine stack (the
+// next read then takes the 5-byte header first).
 const idleRelease = 100 * time.Millisecond
+
+// maxReleaseShift bounds a client's release: idleRelease << 3 = 800 ms.
+// A park and the resume after it cost far more than the transaction
+// between them (a timer, two epoll calls, a goroutine start and thread
+// wake-ups: docs/benchmarks.md, "Fifth pass"), so a client that comes
+// back soon after each park is parked later, doubling, up to this.
+const maxReleaseShift = 3
+
+// releaseBack: a client back this soon after its last transaction began
+// is "back soon" for adaptRelease. Twice the longest release, so that a
+// client at the bound, whose park comes up to 800 ms after its last
+// message, stays there when it comes back right after the park.
+const releaseBack = 2 * idleRelease << maxReleaseShift
+
+// adaptRelease runs at each resume, under mu: a client back within
+// releaseBack of its last transaction's start is parked later next time
+// (its release doubles, up to idleRelease << maxReleaseShift); one that
+// stayed away longer is parked sooner (its release halves, down to
+// idleRelease). A client that has had no transaction yet (parked fresh)
+// keeps its release.
+func (s *Session) adaptRelease() {
+	switch {
+	case s.xactStart == 0:
+	case time.Since(s.ConnectedAt)-s.xactStart < releaseBack:
+		s.releaseShift = min(s.releaseShift+1, maxReleaseShift)
+	case s.releaseShift > 0:
+		s.releaseShift--
+	}
+}
+
+// IdleRelease is how long the client's next wait between transactions
+// keeps its goroutine and buffer, at most (adaptRelease).
+func (s *Session) IdleRelease() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return idleRelease << s.releaseShift
+}
 
 // errParked: the client was handed to the Parker; the goroutine that ran
 // the session must return without touching it.
 var errParked = errors.New("client parked")
 
 // peekClient reads the next client message header. When it has to wait,
-// it waits at most idleRelease at a time: a client that stays quiet
+// it waits at most the client's release (adaptRelease) at a time: a client that stays quiet
 // between transactions then gives back its read buffer and is parked (or
 // waits without a buffer when it cannot be parked). Between transactions
 // may begin during the wait, when serverLoop releases the server.
@@ -297,7 +334,7 @@ func (s *Session) peekClient(ctx context.Context) (byte, int, error) {
 			s.crd.Shrink() // a buffer grown for a large message goes back now
 			s.cmem.Set(grownSize(s.crd))
 		}
-		s.guard.idleWait()
+		s.guard.idleWait(idleRelease << s.releaseShift)
 		typ, n, err := s.crd.PeekHeader()
 		// errors.Is, not errors.As into a net.Error: that would put the
 		// variable on the heap on every wait.

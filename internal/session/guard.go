@@ -75,11 +75,11 @@ func (s *Session) clientError(reason, code, msg string) {
 // has begun a message and not finished it) every read must return within
 // timeout, so a client that stops in the middle of a message cannot hold its
 // server connection or its buffer for ever. Between messages it bounds the
-// wait for the next one by idleRelease (idleWait), lazily: the deadline set
-// for one wait stays for the next ones while it is at least idleRelease/2
-// away, so a busy client's wait costs a clock read instead of two deadline
-// changes (each a runtime timer update), and a quiet client is released
-// after 50 to 100 ms. Owned by the client loop.
+// wait for the next one by the client's release (idleWait), lazily: the
+// deadline set for one wait stays for the next ones while it is at least
+// half the release away, so a busy client's wait costs a clock read instead
+// of two deadline changes (each a runtime timer update), and a quiet client
+// is released after half to all of its release. Owned by the client loop.
 type stallGuard struct {
 	nc       net.Conn
 	timeout  time.Duration
@@ -111,15 +111,29 @@ func (g *stallGuard) Read(p []byte) (int, error) {
 }
 
 // idleWait makes sure that the next read, a wait for the client's next
-// message, ends by idleRelease from now at the latest and not before
-// idleRelease/2.
-func (g *stallGuard) idleWait() {
+// message, ends by release from now at the latest and not before release/2.
+func (g *stallGuard) idleWait(release time.Duration) {
 	now := time.Now()
-	if !g.idleAt.IsZero() && g.idleAt.Sub(now) >= idleRelease/2 {
+	if !g.idleAt.IsZero() && g.idleAt.Sub(now) >= release/2 {
 		return
 	}
-	g.idleAt = now.Add(idleRelease)
+	g.idleAt = idleDeadline(now, release)
 	_ = g.nc.SetReadDeadline(g.idleAt)
+}
+
+// idleGrid is the spacing of the idle waits' deadlines: every session's
+// falls on a multiple of it (of the wall clock), so the runtime timers of
+// quiet clients expire together, at most 40 times a second, instead of one
+// thread wake-up for each client.
+const idleGrid = idleRelease / 4
+
+// idleDeadline is the deadline of an idle wait that starts at now: the
+// first multiple of idleGrid at least release - idleGrid away, so at most
+// release away (release is a multiple of idleGrid). It keeps now's
+// monotonic clock reading.
+func idleDeadline(now time.Time, release time.Duration) time.Time {
+	t := now.Add(release - idleGrid)
+	return t.Add(idleGrid - time.Duration(t.UnixNano()%int64(idleGrid)))
 }
 
 // idleClear lifts idleWait's deadline, once it has fired or before a read

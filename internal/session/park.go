@@ -101,6 +101,7 @@ func (s *Session) park(ctx context.Context, deep bool) bool {
 func (s *Session) resume(ctx context.Context) {
 	s.mu.Lock()
 	s.parked = false
+	s.adaptRelease()
 	if ps, ok := s.raw.(*parkedSocket); ok {
 		// Closed by Kill, which wrote the last word: the session ends.
 		// Otherwise the socket becomes a net.Conn again, with the

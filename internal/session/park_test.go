@@ -288,3 +288,51 @@ func TestDeepParkedClientReset(t *testing.T) {
 		require.Nil(t, er)
 	}
 }
+
+// TestReleaseAdapts: a client that comes back soon after each park is
+// parked later each time (100, 200, 400, 800 ms, no further), and one that
+// then stays away longer than 1.6 s is parked sooner again (adaptRelease).
+func TestReleaseAdapts(t *testing.T) {
+	d := start(t, "", "transaction", 2)
+	c := newRawClient(t, d.DSN("app", "app-secret", "appdb"))
+	session := func() *session.Session {
+		for _, s := range d.Daemon.Clients.List() {
+			if s.RemoteAddr.String() == c.nc.LocalAddr().String() {
+				return s
+			}
+		}
+		t.Fatal("no session for the client")
+		return nil
+	}
+	s := session()
+	query := func() time.Time {
+		t.Helper()
+		at := time.Now()
+		require.NoError(t, c.roundTrip(protocol.Query{String: "SELECT 1"}.Encode(nil)))
+		return at
+	}
+	waitParked := func(release time.Duration) {
+		t.Helper()
+		require.Eventually(t, s.Parked, 5*time.Second, 5*time.Millisecond, "parked, release %v", release)
+	}
+	// The first query resumes the fresh (deep) park: no transaction
+	// before it, the release stays.
+	query()
+	require.Equal(t, 100*time.Millisecond, s.IdleRelease())
+	waitParked(100 * time.Millisecond)
+	for _, want := range []time.Duration{200, 400, 800, 800} {
+		want *= time.Millisecond
+		query()
+		require.Equal(t, want, s.IdleRelease(), "back at once after a park")
+		// Not synchronisation: the release is at least half of want away.
+		time.Sleep(want / 2 * 3 / 4)
+		require.False(t, s.Parked(), "parked before half its release (%v)", want)
+		waitParked(want)
+	}
+	// Away longer than 1.6 s since the last transaction began.
+	last := query()
+	waitParked(800 * time.Millisecond)
+	time.Sleep(time.Until(last.Add(1700 * time.Millisecond))) // the client is slow on purpose
+	query()
+	require.Equal(t, 400*time.Millisecond, s.IdleRelease(), "back after a long pause")
+}

@@ -154,6 +154,10 @@ type Session struct {
 	// there was one): resume makes new ones, so that an idle client keeps
 	// neither (see park).
 	rwParked bool
+	// releaseShift: the client's release is idleRelease << releaseShift
+	// (adaptRelease). Written under mu by the goroutine that resumes the
+	// session, before it runs the client loop, which reads it.
+	releaseShift uint8
 
 	// Binary upgrade: migrateTo (under mu) takes the client at its next
 	// idle point; migrating mirrors migrateTo != nil for the client loop's
