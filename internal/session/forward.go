@@ -290,10 +290,11 @@ func (s *Session) IdleRelease() time.Duration {
 var errParked = errors.New("client parked")
 
 // peekClient reads the next client message header. When it has to wait,
-// it waits at most the client's release (adaptRelease) at a time: a client that stays quiet
-// between transactions then gives back its read buffer and is parked (or
-// waits without a buffer when it cannot be parked). Between transactions
-// may begin during the wait, when serverLoop releases the server.
+// it waits at most the client's release (adaptRelease) at a time: a client
+// that stays quiet between transactions then gives back its read buffer
+// and is parked (or waits without a buffer when it cannot be parked).
+// Between transactions may begin during the wait, when serverLoop releases
+// the server.
 func (s *Session) peekClient(ctx context.Context) (byte, int, error) {
 	if s.migrating.Load() && s.idleForMigration() {
 		if err := s.handOff(); err != nil {
