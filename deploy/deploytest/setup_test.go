@@ -42,6 +42,16 @@ LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog AS
 $$ SELECT usename, passwd FROM pg_shadow WHERE usename = p_usename; $$`)
 	pg.ExecDB(t, authDB, "REVOKE ALL ON FUNCTION pg_doorman_get_auth(TEXT) FROM PUBLIC")
 	pg.ExecDB(t, authDB, "GRANT EXECUTE ON FUNCTION pg_doorman_get_auth(TEXT) TO doorman_auth")
+	// Registered first, so it runs after the test's pg_doorman has
+	// stopped: the next run (-count) creates them again.
+	t.Cleanup(func() {
+		for _, db := range []string{benchDB, authDB} {
+			pg.Exec(t, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
+		}
+		for _, role := range []string{"bench", "doorman_auth", "aq_app"} {
+			pg.Exec(t, "DROP ROLE IF EXISTS "+role)
+		}
+	})
 	return benchVerifier
 }
 
