@@ -2,7 +2,7 @@
 # make bench: pgbench against PostgreSQL directly, through PgBouncer and
 # through pg_doorman, interleaved, plus memory per idle client; writes
 # docs/benchmarks.md; then pgbench over TLS through both poolers, written to
-# docs/benchmarks-tls.md. About 15 minutes on 2 cores with the defaults.
+# docs/benchmarks-tls.md. About 20 minutes on 2 cores with the defaults.
 # Knobs (environment): BENCH_TIME (seconds per run, 7), BENCH_ROUNDS (2),
 # BENCH_SCALE (10), BENCH_CLIENTS (10,100,400), BENCH_JOBS (2),
 # BENCH_POOL_SIZE (40), BENCH_PREPARED_CLIENTS (100),
@@ -16,12 +16,14 @@
 # patroni_proxy part), BENCH_ONLY=tls (only the TLS part) or BENCH_ONLY=idle
 # (only the idle-client memory test; prints its figures, writes no file) or
 # BENCH_ONLY=floor (only section 7, pgbench through bare forwarders next to
-# both poolers; prints its table, writes no file).
+# both poolers; prints its table, writes no file) or BENCH_ONLY=paused (only
+# the section on clients that pause, pgbench -R; prints its table, writes no
+# file), BENCH_PAUSED (200:1300,400:500: its clients:rate pairs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${BENCH_ONLY:-}" in
-  ""|proxy|tls|idle|floor) ;;
-  *) echo "bench.sh: BENCH_ONLY=$BENCH_ONLY: want proxy, tls, idle or floor" >&2; exit 2 ;;
+  ""|proxy|tls|idle|floor|paused) ;;
+  *) echo "bench.sh: BENCH_ONLY=$BENCH_ONLY: want proxy, tls, idle, floor or paused" >&2; exit 2 ;;
 esac
 scripts/deps.sh bench
 [ -x bin/pg_doorman ] && [ -x bin/patroni_proxy ] || make -s build
@@ -35,7 +37,7 @@ if [ "${BENCH_ONLY:-}" != proxy ]; then
   # docs/benchmarks-tls.md.
   go run ./bench/cmd/benchrun -doorman bin/pg_doorman -out docs/benchmarks.md -tls-out docs/benchmarks-tls.md ${BENCH_JSON:+-json "$BENCH_JSON"} "$@"
 fi
-case "${BENCH_ONLY:-}" in tls|idle|floor) exit 0 ;; esac
+case "${BENCH_ONLY:-}" in tls|idle|floor|paused) exit 0 ;; esac
 # patroni_proxy: pgbench -S through the proxy (bin/patroni_proxy as a child
 # of the test) and through HAProxy against the same PostgreSQL directly
 # (runs before and after), with each proxy's CPU per transaction, written

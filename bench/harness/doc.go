@@ -8,9 +8,13 @@
 // same pool sizes, runs every case (script x protocol x clients) against
 // the three targets back to back for several rounds (rotating their order),
 // records each pooler's CPU per transaction from /proc/PID/stat (cpu.go),
-// then counts the poolers' system calls with strace -c and samples their
-// CPU with perf record during fixed-count runs (profile.go; the parsers in
-// strace.go and perf.go; a missing tool is reported, not fatal), then
+// then runs clients that pause between transactions (pgbench -R; paused.go,
+// render_paused.go; alone with BENCH_ONLY=paused), whose pooler CPU and
+// context switches are read over a window that excludes the logins
+// (window.go), then counts the poolers' system calls with strace -c and
+// samples their CPU with perf record during fixed-count runs (profile.go;
+// the parsers in strace.go and perf.go; a missing tool is reported, not
+// fatal), then
 // measures resident memory of fresh pooler instances holding many idle
 // authenticated clients, up to what the open-file limit allows
 // (fdlimit.go), and renders the Report with render.go. Its TLS

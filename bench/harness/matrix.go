@@ -36,12 +36,16 @@ type Case struct {
 	Mode    string
 	Clients int
 	Connect bool `json:",omitempty"` // pgbench -C: a new connection per transaction
+	Rate    int  `json:",omitempty"` // pgbench -R: transactions per second of all clients together; 0: unthrottled
 }
 
 func (c Case) String() string {
 	s := fmt.Sprintf("%s -M %s -c %d", c.Script, c.Mode, c.Clients)
 	if c.Connect {
 		s += " -C"
+	}
+	if c.Rate > 0 {
+		s += fmt.Sprintf(" -R %d", c.Rate)
 	}
 	return s
 }
@@ -165,11 +169,27 @@ type runner struct {
 	connTime map[string]time.Duration // probed connection time per target and client count
 }
 
-// duration is the -T of a run: pgbench's -T includes the time to connect
-// all clients (which for hundreds of direct clients can exceed the whole
-// run on a small machine), so the probed connection time, with margin, is
-// added; the reported TPS excludes connecting either way.
-func (rn *runner) duration(ctx context.Context, t target, clients int) (time.Duration, error) {
+// duration is the -T of a run of c: pgbench's -T includes the time to
+// connect all clients (which for hundreds of direct clients can exceed the
+// whole run on a small machine), so the probed connection time, with
+// margin, is added to the steady part; the reported TPS excludes
+// connecting either way. A paused case (c.Rate) has a steady part of its
+// own (pausedRunTime).
+func (rn *runner) duration(ctx context.Context, t target, c Case) (time.Duration, error) {
+	slack, err := rn.connSlack(ctx, t, c.Clients)
+	if err != nil {
+		return 0, err
+	}
+	if c.Rate > 0 {
+		return slack + pausedRunTime(rn.settings), nil
+	}
+	return rn.settings.Duration + slack, nil
+}
+
+// connSlack is the part of a run's -T left for connecting clients to t:
+// its connection time, probed once per target and client count, with
+// margin.
+func (rn *runner) connSlack(ctx context.Context, t target, clients int) (time.Duration, error) {
 	key := fmt.Sprintf("%s/%s/%s/%d", t.name, t.db, t.sslmode, clients)
 	if rn.connTime == nil {
 		rn.connTime = map[string]time.Duration{}
@@ -190,8 +210,7 @@ func (rn *runner) duration(ctx context.Context, t target, clients int) (time.Dur
 		rn.connTime[key] = conn
 		fmt.Fprintf(rn.progress, "probe: %d clients connect to %s in %s\n", clients, t.name, conn.Round(time.Millisecond))
 	}
-	extra := (time.Duration(connMargin*float64(conn)) + time.Second).Round(time.Second)
-	return rn.settings.Duration + extra, nil
+	return (time.Duration(connMargin*float64(conn)) + time.Second).Round(time.Second), nil
 }
 
 // runCases runs every case against every target, rounds times; within a
@@ -211,7 +230,7 @@ func (rn *runner) runCases(ctx context.Context, cases []Case, targets []target, 
 					return nil, fmt.Errorf("benchmark stopped: %w", err)
 				}
 				t := targets[(k+i+round)%len(targets)]
-				dur, err := rn.duration(ctx, t, c.Clients)
+				dur, err := rn.duration(ctx, t, c)
 				if err != nil {
 					return nil, err
 				}
@@ -228,7 +247,8 @@ func (rn *runner) runCases(ctx context.Context, cases []Case, targets []target, 
 	return results, nil
 }
 
-// run runs case c against t once for dur and records the pooler's CPU.
+// run runs case c against t once for dur and records the pooler's CPU
+// over the whole run; a paused case also measures a window (window.go).
 func (rn *runner) run(ctx context.Context, t target, c Case, dur time.Duration) (runResult, error) {
 	var userBefore, sysBefore time.Duration
 	if t.pid != 0 {
@@ -237,11 +257,15 @@ func (rn *runner) run(ctx context.Context, t target, c Case, dur time.Duration) 
 			return runResult{}, err
 		}
 	}
-	res, err := runPgbench(ctx, rn.pgbench, runSpec{
+	spec := runSpec{
 		target: t.name, port: t.port, db: t.db, script: c.Script, mode: c.Mode,
 		clients: c.Clients, jobs: rn.settings.Jobs, dur: dur, logDir: rn.logDir,
-		sslmode: t.sslmode, connect: c.Connect,
-	})
+		sslmode: t.sslmode, connect: c.Connect, rate: c.Rate,
+	}
+	if c.Rate > 0 {
+		spec.window, spec.poolerPID = pausedWindow(rn.settings), t.pid
+	}
+	res, err := runPgbench(ctx, rn.pgbench, spec)
 	if err != nil || t.pid == 0 {
 		return res, err
 	}
@@ -265,6 +289,13 @@ func brief(r runResult) string {
 	}
 	if len(r.Stderr.Errors) > 0 {
 		s += ", " + r.Stderr.Errors[0]
+	}
+	if w := r.Window; w != nil {
+		txs := len(w.TxLog.Latencies)
+		s += fmt.Sprintf(", window %.1f s: %d tx", w.To.Sub(w.From).Seconds(), txs)
+		if cpu := w.UserCPU + w.SystemCPU; cpu > 0 && txs > 0 {
+			s += fmt.Sprintf(", %s µs CPU/tx, %.2f context switches/tx", micros(cpu/time.Duration(txs)), float64(w.CtxSwitches)/float64(txs))
+		}
 	}
 	return s
 }

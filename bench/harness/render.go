@@ -25,6 +25,7 @@ func Render(r Report) string {
 	renderThroughput(&b, r)
 	renderCPU(&b, r)
 	renderLatency(&b, r)
+	renderPaused(&b, r)
 	renderPrepared(&b, r)
 	renderTail(&b, r)
 	renderMemory(&b, r)

@@ -22,6 +22,7 @@ type Report struct {
 	MaxConns   int // PostgreSQL max_connections
 	Matrix     []CaseResult
 	Prepared   []CaseResult
+	Paused     []CaseResult      // clients that pause between transactions (pgbench -R), after the matrix
 	LoadMemory map[string]Memory // poolers' memory after the matrix
 	Idle       []IdleResult
 	IdleLimit  IdleLimit
@@ -76,6 +77,12 @@ func Run(ctx context.Context, s Settings, progress io.Writer) (Report, error) {
 		rep.Elapsed = time.Since(rep.Date).Round(time.Second)
 		return rep, err
 	}
+	if s.Only == OnlyPaused {
+		err := runPausedOnly(ctx, s, cfg, rn, progress, &rep)
+		rep.Machine.LoadAfter = loadAverage()
+		rep.Elapsed = time.Since(rep.Date).Round(time.Second)
+		return rep, err
+	}
 	if s.Only == OnlyIdle {
 		err := runIdleAll(ctx, s, idleCounts, cfg, progress, &rep)
 		rep.Machine.LoadAfter = loadAverage()
@@ -123,8 +130,9 @@ func runIdleAll(ctx context.Context, s Settings, counts []int, cfg poolerConfig,
 	return nil
 }
 
-// runLoad runs the throughput matrix, the -M prepared cases and then the
-// strace and perf runs through one pg_doorman and one PgBouncer.
+// runLoad runs the throughput matrix, the paused-clients cases, the -M
+// prepared cases and then the strace and perf runs through one pg_doorman
+// and one PgBouncer.
 func runLoad(ctx context.Context, s Settings, cfg poolerConfig, rn *runner, rep *Report) (err error) {
 	doorman, err := startDoorman(ctx, s.DoormanBin, "doorman", cfg)
 	if err != nil {
@@ -137,12 +145,7 @@ func runLoad(ctx context.Context, s Settings, cfg poolerConfig, rn *runner, rep 
 	}
 	defer func() { err = errors.Join(err, bouncer.proc.stop()) }()
 
-	targets := []target{
-		// sslmode disable as for the plaintext poolers: no SSLRequest round trip per login
-		{name: TargetDirect, port: cfg.pgPort, db: benchDB, sslmode: "disable"},
-		poolerTarget(TargetPgBouncer, bouncer, benchDB),
-		poolerTarget(TargetDoorman, doorman, benchDB),
-	}
+	targets := loadTargets(cfg, bouncer, doorman)
 	if rep.Matrix, err = rn.runCases(ctx, matrixCases(s.Clients), targets, s.Rounds); err != nil {
 		return err
 	}
@@ -150,6 +153,9 @@ func runLoad(ctx context.Context, s Settings, cfg poolerConfig, rn *runner, rep 
 		if rep.LoadMemory[p.name], err = readMemory(p.proc.PID()); err != nil {
 			return err
 		}
+	}
+	if rep.Paused, err = runPaused(ctx, s, rn, targets); err != nil {
+		return err
 	}
 	targets[1].db, targets[2].db = preparedDB, preparedDB
 	prepared := []Case{
@@ -162,6 +168,17 @@ func runLoad(ctx context.Context, s Settings, cfg poolerConfig, rn *runner, rep 
 	poolers := []target{poolerTarget(TargetPgBouncer, bouncer, benchDB), poolerTarget(TargetDoorman, doorman, benchDB)}
 	rep.Syscalls, rep.Profiles, err = rn.runProfiles(ctx, poolers)
 	return err
+}
+
+// loadTargets are direct PostgreSQL, bouncer and doorman, for the
+// benchmark database, in the order of the report's columns.
+func loadTargets(cfg poolerConfig, bouncer, doorman *pooler) []target {
+	return []target{
+		// sslmode disable as for the plaintext poolers: no SSLRequest round trip per login
+		{name: TargetDirect, port: cfg.pgPort, db: benchDB, sslmode: "disable"},
+		poolerTarget(TargetPgBouncer, bouncer, benchDB),
+		poolerTarget(TargetDoorman, doorman, benchDB),
+	}
 }
 
 // startFunc starts a pooler binary with a config tag.

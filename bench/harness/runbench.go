@@ -34,7 +34,13 @@ type runSpec struct {
 	logDir  string        // where the -l files go; emptied after reading
 	sslmode string        // PGSSLMODE; "" leaves libpq's default
 	connect bool          // -C: a new connection for every transaction
+	rate    int           // -R: transactions per second of all clients together; 0: unthrottled
 	wrap    []string      // a command pgbench runs under (perf record ... --); nil: none
+	// window, when positive, is how long a measurement window inside the
+	// run lasts once every client is connected (window.go); poolerPID is
+	// the pooler whose CPU and context switches it reads (0: none).
+	window    time.Duration
+	poolerPID int
 }
 
 // runResult is what one pgbench run gave.
@@ -49,6 +55,9 @@ type runResult struct {
 	PoolerCPU time.Duration `json:",omitempty"`
 	// PoolerUserCPU is the user-space part of PoolerCPU.
 	PoolerUserCPU time.Duration `json:",omitempty"`
+	// Window is what the run's measurement window saw (runSpec.window);
+	// nil when it had none or the window failed (then Err says why).
+	Window *WindowResult `json:",omitempty"`
 }
 
 // runPgbench runs pgbench with -l and reads its summary and logs. A
@@ -60,20 +69,7 @@ func runPgbench(ctx context.Context, bin string, spec runSpec) (runResult, error
 		return runResult{}, fmt.Errorf("create pgbench log dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	args := []string{
-		"-h", "127.0.0.1", "-p", strconv.Itoa(spec.port), "-U", benchUser,
-		"-b", spec.script, "-M", spec.mode,
-		"-c", strconv.Itoa(spec.clients), "-j", strconv.Itoa(max(1, min(spec.jobs, spec.clients))),
-		"-l", "--log-prefix=" + filepath.Join(dir, "tx"), spec.db,
-	}
-	if spec.connect {
-		args = append(args, "-C")
-	}
-	if spec.txs > 0 {
-		args = append(args, "-t", strconv.Itoa(spec.txs))
-	} else {
-		args = append(args, "-T", strconv.Itoa(int(spec.dur/time.Second)))
-	}
+	args := pgbenchArgs(spec, filepath.Join(dir, "tx"))
 	// pgbench -T does not stop clients stuck in a wait; bound the whole run.
 	ctx, cancel := context.WithTimeout(ctx, spec.dur+2*time.Minute)
 	defer cancel()
@@ -88,7 +84,10 @@ func runPgbench(ctx context.Context, bin string, spec runSpec) (runResult, error
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
+	win, runErr, err := runMeasured(ctx, cmd, spec)
+	if err != nil {
+		return runResult{}, err
+	}
 	var res runResult
 	var exitErr *exec.ExitError
 	switch {
@@ -105,14 +104,61 @@ func runPgbench(ctx context.Context, bin string, spec runSpec) (runResult, error
 		res.Err = fmt.Sprintf("exit code %d, %v; stdout: %q; stderr: %q",
 			res.ExitCode, err, tail(stdout.String(), 300), tail(stderrCopy, 300))
 	}
-	if err := readTxLogs(dir, &res.TxLog); err != nil {
+	if err := readTxLogs(dir, pgbench.Window{}, &res.TxLog); err != nil {
 		return res, err
+	}
+	if spec.window > 0 {
+		return res, finishWindow(&res, win, dir)
 	}
 	return res, nil
 }
 
-// readTxLogs reads every per-thread log file pgbench -l wrote into dir.
-func readTxLogs(dir string, log *pgbench.TxLog) error {
+// pgbenchArgs are the arguments of pgbench for spec, with the -l files
+// named logPrefix.<pid>[.<thread>].
+func pgbenchArgs(spec runSpec, logPrefix string) []string {
+	args := []string{
+		"-h", "127.0.0.1", "-p", strconv.Itoa(spec.port), "-U", benchUser,
+		"-b", spec.script, "-M", spec.mode,
+		"-c", strconv.Itoa(spec.clients), "-j", strconv.Itoa(max(1, min(spec.jobs, spec.clients))),
+		"-l", "--log-prefix=" + logPrefix, spec.db,
+	}
+	if spec.connect {
+		args = append(args, "-C")
+	}
+	if spec.rate > 0 {
+		args = append(args, "-R", strconv.Itoa(spec.rate))
+	}
+	if spec.txs > 0 {
+		return append(args, "-t", strconv.Itoa(spec.txs))
+	}
+	return append(args, "-T", strconv.Itoa(int(spec.dur/time.Second)))
+}
+
+// runMeasured runs cmd to its end. With spec.window it measures the
+// window while cmd runs; a window that could not be measured is in
+// win.failed, not in err, which is for the harness's own failures. runErr
+// is cmd's own error, as from cmd.Run.
+func runMeasured(ctx context.Context, cmd *exec.Cmd, spec runSpec) (win windowRun, runErr, err error) {
+	if spec.window <= 0 {
+		return win, cmd.Run(), nil
+	}
+	launch := time.Now()
+	if err := cmd.Start(); err != nil {
+		return win, nil, fmt.Errorf("start pgbench: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { // the only writer of runErr, which is read after exited closes
+		runErr = cmd.Wait()
+		close(exited)
+	}()
+	win, err = measureWindow(ctx, spec, cmd.Process.Pid, launch, exited)
+	<-exited
+	return win, runErr, err
+}
+
+// readTxLogs reads every per-thread log file pgbench -l wrote into dir,
+// the transactions that ended in w.
+func readTxLogs(dir string, w pgbench.Window, log *pgbench.TxLog) error {
 	files, err := filepath.Glob(filepath.Join(dir, "tx.*"))
 	if err != nil {
 		return fmt.Errorf("list pgbench logs: %w", err)
@@ -122,7 +168,7 @@ func readTxLogs(dir string, log *pgbench.TxLog) error {
 		if err != nil {
 			return fmt.Errorf("open pgbench log: %w", err)
 		}
-		err = pgbench.ReadLatencies(f, log)
+		err = pgbench.ReadLatenciesIn(f, w, log)
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", filepath.Base(name), err)

@@ -24,7 +24,8 @@ type Settings struct {
 	Keep              bool          // BENCH_KEEP=1: keep the work directory
 	TLSClients        []int         // BENCH_TLS_CLIENTS: client counts of the TLS section
 	TLSConnectClients int           // BENCH_TLS_CONNECT_CLIENTS: clients of the pgbench -C run over TLS
-	Only              string        // BENCH_ONLY: "" (everything), "tls", "idle" or "floor" (only that section)
+	Paused            []PausedLoad  // BENCH_PAUSED: "clients:rate,..." of the paused-clients section (pgbench -R)
+	Only              string        // BENCH_ONLY: "" (everything), "tls", "idle", "floor" or "paused" (only that section)
 
 	DoormanBin   string // path of the pg_doorman binary
 	PgBouncerBin string // path of the pgbouncer binary
@@ -32,13 +33,22 @@ type Settings struct {
 	RepoDir      string // for git commit and Go version of the binary
 }
 
-// DefaultSettings keep a full run under 15 minutes on 2 cores.
+// PausedLoad is one case of the paused-clients section: Clients clients
+// that together run Rate transactions per second (pgbench -R), so that each
+// client waits Clients/Rate seconds on average between transactions.
+type PausedLoad struct {
+	Clients, Rate int
+}
+
+// DefaultSettings keep a full run under 20 minutes on 2 cores.
 func DefaultSettings() Settings {
 	return Settings{
 		Duration: 7 * time.Second, Rounds: 2, Scale: 10, Clients: []int{10, 100, 400},
 		Jobs: 2, PoolSize: 40, PreparedClients: 100, PreparedPoolSize: 10,
 		IdleCounts: []int{2000, IdleMax}, ProfileTxs: 2000,
 		TLSClients: []int{10, 100}, TLSConnectClients: 10,
+		// a query per client every ~150 ms and every ~800 ms on average
+		Paused:     []PausedLoad{{Clients: 200, Rate: 1300}, {Clients: 400, Rate: 500}},
 		DoormanBin: "bin/pg_doorman", PgBouncerBin: "/usr/sbin/pgbouncer",
 		Out: "docs/benchmarks.md", RepoDir: ".",
 	}
@@ -88,13 +98,20 @@ func (s Settings) ApplyEnv(getenv func(string) string) (Settings, error) {
 			*dst = clients
 		}
 	}
+	if v := getenv("BENCH_PAUSED"); v != "" {
+		loads, err := parsePaused(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("BENCH_PAUSED=%q: %w", v, err))
+		}
+		s.Paused = loads
+	}
 	// "proxy" is scripts/bench.sh's knob for the patroni_proxy part, which
 	// does not run benchrun at all.
 	switch v := getenv("BENCH_ONLY"); v {
-	case "", OnlyTLS, OnlyIdle, OnlyFloor:
+	case "", OnlyTLS, OnlyIdle, OnlyFloor, OnlyPaused:
 		s.Only = v
 	default:
-		errs = append(errs, fmt.Errorf("BENCH_ONLY=%q: want tls, idle or floor (benchrun) or proxy (scripts/bench.sh)", v))
+		errs = append(errs, fmt.Errorf("BENCH_ONLY=%q: want tls, idle, floor or paused (benchrun) or proxy (scripts/bench.sh)", v))
 	}
 	s.Keep = getenv("BENCH_KEEP") == "1"
 	return s, errors.Join(errs...)
@@ -109,6 +126,23 @@ func parseClients(v string) ([]int, error) {
 			return nil, fmt.Errorf("%q: want a positive integer", f)
 		}
 		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parsePaused parses "200:1300,400:500": clients:rate pairs.
+func parsePaused(v string) ([]PausedLoad, error) {
+	var out []PausedLoad
+	for _, f := range strings.Split(v, ",") {
+		clients, rate, ok := strings.Cut(f, ":")
+		if !ok {
+			return nil, fmt.Errorf("%q: want clients:rate", f)
+		}
+		pair, err := parseClients(clients + "," + rate) // two positive integers
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", f, err)
+		}
+		out = append(out, PausedLoad{Clients: pair[0], Rate: pair[1]})
 	}
 	return out, nil
 }
@@ -148,11 +182,19 @@ const OnlyIdle = "idle"
 // table goes to the progress output.
 const OnlyFloor = "floor"
 
+// OnlyPaused is the BENCH_ONLY value that runs only the paused-clients
+// section (pgbench -R) and writes no report file: its table goes to the
+// progress output.
+const OnlyPaused = "paused"
+
 // MaxClients is the largest client count of any run.
 func (s Settings) MaxClients() int {
 	m := max(s.PreparedClients, s.TLSConnectClients)
 	for _, c := range append(append([]int(nil), s.Clients...), s.TLSClients...) {
 		m = max(m, c)
+	}
+	for _, p := range s.Paused {
+		m = max(m, p.Clients)
 	}
 	return m
 }

@@ -18,21 +18,35 @@ func TestApplyEnv(t *testing.T) {
 		{name: "defaults", env: nil, check: func(t *testing.T, s Settings) {
 			require.Equal(t, DefaultSettings(), s)
 		}},
-		{name: "overrides", env: map[string]string{"BENCH_TIME": "3", "BENCH_CLIENTS": "5, 50", "BENCH_ROUNDS": "3", "BENCH_KEEP": "1"},
+		{name: "overrides", env: map[string]string{"BENCH_TIME": "3", "BENCH_CLIENTS": "5, 50", "BENCH_ROUNDS": "3", "BENCH_KEEP": "1",
+			"BENCH_PAUSED": "20:100, 50:60"},
 			check: func(t *testing.T, s Settings) {
 				require.Equal(t, 3*time.Second, s.Duration)
 				require.Equal(t, []int{5, 50}, s.Clients)
 				require.Equal(t, 3, s.Rounds)
 				require.True(t, s.Keep)
+				require.Equal(t, []PausedLoad{{Clients: 20, Rate: 100}, {Clients: 50, Rate: 60}}, s.Paused)
 				require.Equal(t, 100, s.MaxClients())
 			}},
+		{name: "paused only", env: map[string]string{"BENCH_ONLY": "paused", "BENCH_PAUSED": "600:100"},
+			check: func(t *testing.T, s Settings) {
+				require.Equal(t, OnlyPaused, s.Only)
+				require.Equal(t, 600, s.MaxClients(), "the paused section's 600 clients")
+			}},
+		{name: "paused default", env: nil, check: func(t *testing.T, s Settings) {
+			require.Equal(t, []PausedLoad{{Clients: 200, Rate: 1300}, {Clients: 400, Rate: 500}}, s.Paused)
+		}},
+		{name: "bad paused loads", env: map[string]string{"BENCH_PAUSED": "200"},
+			wantErr: []string{`BENCH_PAUSED="200": "200": want clients:rate`}},
+		{name: "bad paused rate", env: map[string]string{"BENCH_PAUSED": "200:1300,400:0"},
+			wantErr: []string{`BENCH_PAUSED="200:1300,400:0": "400:0": "0": want a positive integer`}},
 		{name: "tls only", env: map[string]string{"BENCH_ONLY": "tls", "BENCH_TLS_CLIENTS": "20,200", "BENCH_TLS_CONNECT_CLIENTS": "4"},
 			check: func(t *testing.T, s Settings) {
 				require.Equal(t, OnlyTLS, s.Only)
 				require.Equal(t, []int{20, 200}, s.TLSClients)
 				require.Equal(t, 4, s.TLSConnectClients)
 				require.Equal(t, 400, s.MaxClients(), "the matrix's 400 clients")
-				s.Clients = nil
+				s.Clients, s.Paused = nil, nil
 				require.Equal(t, 200, s.MaxClients(), "the TLS section's 200 clients")
 			}},
 		{name: "idle only", env: map[string]string{"BENCH_ONLY": "idle"},

@@ -3,6 +3,7 @@ package pgbench
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -24,6 +25,8 @@ func TestReadLatencies(t *testing.T) {
 		{name: "short line", in: "0 1 5\n", wantErr: "line 1: 3 fields"},
 		{name: "bad time", in: "0 1 5 0 1 2\n0 2 soon 0 1 2\n", wantErr: `line 2: time "soon"`},
 		{name: "negative time", in: "0 1 -5 0 1 2\n", wantErr: `time "-5"`},
+		{name: "bad end time", in: "0 1 5 0 17x 2\n", wantErr: `line 1: time_epoch "17x"`},
+		{name: "microseconds out of range", in: "0 1 5 0 1 1000000\n", wantErr: `time_us "1000000"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,6 +48,39 @@ func TestReadLatenciesAppends(t *testing.T) {
 	log := TxLog{Latencies: []int64{1}, Failed: 1}
 	require.NoError(t, ReadLatencies(strings.NewReader("0 1 2 0 1 2\n0 2 failed 0 1 2\n"), &log))
 	require.Equal(t, TxLog{Latencies: []int64{1, 2}, Failed: 2}, log)
+}
+
+func TestReadLatenciesIn(t *testing.T) {
+	t.Parallel()
+	// Lines of pgbench 15 with -R (schedule_lag in the 7th column): the
+	// transactions ended at 1796188395.100000, .900000, 1796188396.000000,
+	// .999999 and 1796188397.000000.
+	in := "0 1 897 0 1796188395 100000 57\n" +
+		"1 1 906 0 1796188395 900000 101\n" +
+		"0 2 952 0 1796188396 0 116\n" +
+		"1 2 failed 0 1796188396 999999 3\n" +
+		"0 3 880 0 1796188397 0 90\n"
+	at := func(sec, us int64) time.Time { return time.Unix(sec, us*1000) }
+	tests := []struct {
+		name string
+		w    Window
+		want TxLog
+	}{
+		{name: "zero window holds every line", w: Window{}, want: TxLog{Latencies: []int64{897, 906, 952, 880}, Failed: 1}},
+		{name: "from inclusive, to exclusive", w: Window{From: at(1796188395, 900000), To: at(1796188397, 0)},
+			want: TxLog{Latencies: []int64{906, 952}, Failed: 1}},
+		{name: "one second", w: Window{From: at(1796188396, 0), To: at(1796188397, 0)},
+			want: TxLog{Latencies: []int64{952}, Failed: 1}},
+		{name: "before every line", w: Window{From: at(1796188300, 0), To: at(1796188395, 100000)}, want: TxLog{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var log TxLog
+			require.NoError(t, ReadLatenciesIn(strings.NewReader(in), tt.w, &log))
+			require.Equal(t, tt.want, log)
+		})
+	}
 }
 
 func FuzzReadLatencies(f *testing.F) {

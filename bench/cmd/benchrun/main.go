@@ -7,9 +7,10 @@
 // the report from such a file without running anything. The TLS section
 // goes to its own file (-tls-out); with BENCH_ONLY=tls only that section
 // runs and only that file is written, so the main report keeps its figures;
-// BENCH_ONLY=idle and BENCH_ONLY=floor print their section and write no
-// file. `benchrun forward -target ADDR -mode M` is not the benchmark but one
-// bare forwarder of bench/floor, which the floor section starts as a child.
+// BENCH_ONLY=idle, BENCH_ONLY=floor and BENCH_ONLY=paused print their
+// section and write no file. `benchrun forward -target ADDR -mode M` is not
+// the benchmark but one bare forwarder of bench/floor, which the floor
+// section starts as a child.
 // Signals: SIGINT and SIGTERM stop the run; child processes die with it.
 // Exit codes: 0 when the report was written, 1 on any error, 2 on bad flags
 // or settings.
@@ -103,6 +104,9 @@ func run() int {
 	}
 	if len(files) == 0 && s.Only == harness.OnlyFloor && len(rep.Floor.Cases) > 0 {
 		return 0 // BENCH_ONLY=floor: the table was printed
+	}
+	if len(files) == 0 && s.Only == harness.OnlyPaused && len(rep.Paused) > 0 {
+		return 0 // BENCH_ONLY=paused: the table was printed
 	}
 	if len(files) == 0 {
 		fmt.Fprintln(os.Stderr, "benchrun: the results hold nothing to report")
