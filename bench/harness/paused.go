@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -29,24 +28,17 @@ func runPaused(ctx context.Context, s Settings, rn *runner, targets []target) ([
 
 // runPausedOnly is BENCH_ONLY=paused: the paused-clients section through
 // one pg_doorman and one PgBouncer and nothing else, printed to progress.
-func runPausedOnly(ctx context.Context, s Settings, cfg poolerConfig, rn *runner, progress io.Writer, rep *Report) (err error) {
-	doorman, err := startDoorman(ctx, s.DoormanBin, "doorman", cfg)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, doorman.proc.stop()) }()
-	bouncer, err := startPgBouncer(ctx, s.PgBouncerBin, "pgbouncer", cfg)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, bouncer.proc.stop()) }()
-	if rep.Paused, err = runPaused(ctx, s, rn, loadTargets(cfg, bouncer, doorman)); err != nil {
-		return err
-	}
-	var b strings.Builder
-	renderPaused(&b, *rep)
-	fmt.Fprint(progress, b.String())
-	return nil
+func runPausedOnly(ctx context.Context, s Settings, cfg poolerConfig, rn *runner, progress io.Writer, rep *Report) error {
+	return withPoolers(ctx, s, cfg, func(bouncer, doorman *pooler) error {
+		var err error
+		if rep.Paused, err = runPaused(ctx, s, rn, loadTargets(cfg, bouncer, doorman)); err != nil {
+			return err
+		}
+		var b strings.Builder
+		renderPaused(&b, *rep)
+		fmt.Fprint(progress, b.String())
+		return nil
+	})
 }
 
 // windows are the measurement windows of target's runs that succeeded.

@@ -133,7 +133,15 @@ func runIdleAll(ctx context.Context, s Settings, counts []int, cfg poolerConfig,
 // runLoad runs the throughput matrix, the paused-clients cases, the -M
 // prepared cases and then the strace and perf runs through one pg_doorman
 // and one PgBouncer.
-func runLoad(ctx context.Context, s Settings, cfg poolerConfig, rn *runner, rep *Report) (err error) {
+func runLoad(ctx context.Context, s Settings, cfg poolerConfig, rn *runner, rep *Report) error {
+	return withPoolers(ctx, s, cfg, func(bouncer, doorman *pooler) error {
+		return runLoadThrough(ctx, s, cfg, rn, rep, bouncer, doorman)
+	})
+}
+
+// withPoolers starts one pg_doorman and one PgBouncer, runs f with them
+// and stops both.
+func withPoolers(ctx context.Context, s Settings, cfg poolerConfig, f func(bouncer, doorman *pooler) error) (err error) {
 	doorman, err := startDoorman(ctx, s.DoormanBin, "doorman", cfg)
 	if err != nil {
 		return err
@@ -144,7 +152,11 @@ func runLoad(ctx context.Context, s Settings, cfg poolerConfig, rn *runner, rep 
 		return err
 	}
 	defer func() { err = errors.Join(err, bouncer.proc.stop()) }()
+	return f(bouncer, doorman)
+}
 
+// runLoadThrough is runLoad's work, through poolers withPoolers started.
+func runLoadThrough(ctx context.Context, s Settings, cfg poolerConfig, rn *runner, rep *Report, bouncer, doorman *pooler) (err error) {
 	targets := loadTargets(cfg, bouncer, doorman)
 	if rep.Matrix, err = rn.runCases(ctx, matrixCases(s.Clients), targets, s.Rounds); err != nil {
 		return err
