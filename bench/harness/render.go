@@ -130,6 +130,7 @@ func renderLatency(b *strings.Builder, r Report) {
 func renderPrepared(b *strings.Builder, r Report) {
 	s := r.Settings
 	fmt.Fprintf(b, "## 2. -M prepared, %d clients, pool %d\n\n", s.PreparedClients, s.PreparedPoolSize)
+	fmt.Fprintf(b, "Interleaved as section 1, %d round(s); TPS as there (of two rounds: the mean), failed transactions and aborted clients summed over the rounds, the exit code of the last round.\n\n", s.Rounds)
 	fmt.Fprintf(b, "| script | target | TPS | failed tx | aborted clients | pgbench exit | errors |\n|---|---|--:|--:|--:|--:|---|\n")
 	for _, c := range r.Prepared {
 		for _, t := range targetOrder {

@@ -152,3 +152,11 @@ func TestRenderFloor(t *testing.T) {
 		require.Contains(t, md, want)
 	}
 }
+
+// Section 2 runs Settings.Rounds rounds and says so.
+func TestRenderPreparedRounds(t *testing.T) {
+	t.Parallel()
+	r := testReport()
+	r.Settings.Rounds = 3
+	require.Contains(t, Render(r), "## 2. -M prepared, 100 clients, pool 10\n\nInterleaved as section 1, 3 round(s);")
+}

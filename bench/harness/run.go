@@ -174,7 +174,7 @@ func runLoadThrough(ctx context.Context, s Settings, cfg poolerConfig, rn *runne
 		{Script: ScriptSelectOnly, Mode: "prepared", Clients: s.PreparedClients},
 		{Script: ScriptTPCB, Mode: "prepared", Clients: s.PreparedClients},
 	}
-	if rep.Prepared, err = rn.runCases(ctx, prepared, targets, 1); err != nil {
+	if rep.Prepared, err = rn.runCases(ctx, prepared, targets, s.Rounds); err != nil {
 		return err
 	}
 	poolers := []target{poolerTarget(TargetPgBouncer, bouncer, benchDB), poolerTarget(TargetDoorman, doorman, benchDB)}
