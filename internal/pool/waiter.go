@@ -53,7 +53,7 @@ func (p *Pool[T]) freeWaiter(w *waiter[T]) {
 }
 
 // maxFreeWaiters bounds the recycled waiters of one pool: each is about
-// 450 bytes with its channel and timers, and as many are in use at once
+// 450 bytes with its channel and timer, and as many are in use at once
 // as clients queue, so a pool that once had 256 clients waiting keeps
 // about 115 KB for the next such burst.
 const maxFreeWaiters = 256

@@ -248,43 +248,6 @@ func (s *Session) streamToServer(srv *pooler.Conn, sbuf *[]byte, frameLen int) e
 // next read then takes the 5-byte header first).
 const idleRelease = 100 * time.Millisecond
 
-// maxReleaseShift bounds a client's release: idleRelease << 3 = 800 ms.
-// A park and the resume after it cost far more than the transaction
-// between them (a timer, two epoll calls, a goroutine start and thread
-// wake-ups: docs/benchmarks.md, "Fifth pass"), so a client that comes
-// back soon after each park is parked later, doubling, up to this.
-const maxReleaseShift = 3
-
-// releaseBack: a client back this soon after its last transaction began
-// is "back soon" for adaptRelease. Twice the longest release, so that a
-// client at the bound, whose park comes up to 800 ms after its last
-// message, stays there when it comes back right after the park.
-const releaseBack = 2 * idleRelease << maxReleaseShift
-
-// adaptRelease runs at each resume, under mu: a client back within
-// releaseBack of its last transaction's start is parked later next time
-// (its release doubles, up to idleRelease << maxReleaseShift); one that
-// stayed away longer is parked sooner (its release halves, down to
-// idleRelease). A client that has had no transaction yet (parked fresh)
-// keeps its release.
-func (s *Session) adaptRelease() {
-	switch {
-	case s.xactStart == 0:
-	case time.Since(s.ConnectedAt)-s.xactStart < releaseBack:
-		s.releaseShift = min(s.releaseShift+1, maxReleaseShift)
-	case s.releaseShift > 0:
-		s.releaseShift--
-	}
-}
-
-// IdleRelease is how long the client's next wait between transactions
-// keeps its goroutine and buffer, at most (adaptRelease).
-func (s *Session) IdleRelease() time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return idleRelease << s.releaseShift
-}
-
 // errParked: the client was handed to the Parker; the goroutine that ran
 // the session must return without touching it.
 var errParked = errors.New("client parked")
