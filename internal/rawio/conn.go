@@ -22,8 +22,12 @@ type Conn struct {
 	// Like a net.Conn, a Conn may be written (and read) by several
 	// goroutines at once, e.g. the Terminate of a Close while a session
 	// still flushes: each direction's scratch is used under its mutex.
-	rd, wr          direction
-	readFn, writeFn func(fd uintptr) bool // doRead and doWrite, bound once so a call allocates nothing
+	rd, wr                   direction
+	readFn, writeFn, awaitFn func(fd uintptr) bool // doRead, doWrite and doAwait, bound once so a call allocates nothing
+
+	// awaitWritten: WriteAwait's request is out; its next callback is the
+	// readiness it waited for. Used under rd.mu.
+	awaitWritten bool
 }
 
 // direction is the scratch state of one direction's calls.
@@ -67,6 +71,7 @@ func Wrap(nc net.Conn) *Conn {
 	}
 	c.readFn = c.doRead
 	c.writeFn = c.doWrite
+	c.awaitFn = c.doAwait
 	return c
 }
 
@@ -187,6 +192,62 @@ func (c *Conn) doWrite(fd uintptr) bool {
 		}
 	}
 	return true
+}
+
+// WriteAwait writes p like Write and then, when all of p went out without
+// waiting for room, waits until the socket is readable: for a request the
+// peer answers, so that the caller's next Read finds the answer instead of
+// first returning EAGAIN from one more system call. The write is made
+// inside the wait's own RawConn read call, after Go's poller forgot any
+// earlier readiness, so an answer that comes at once is not missed. The
+// wait ends with readable bytes, the read deadline or the connection's
+// close; WriteAwait does not report the last two, the next Read does. A
+// write that would block, or p larger than rawWriteMax, is finished by
+// Write, without the wait. The caller must not be reading c concurrently.
+func (c *Conn) WriteAwait(p []byte) (int, error) {
+	if c.rc == nil || len(p) > rawWriteMax || len(p) == 0 {
+		return c.Write(p)
+	}
+	c.rd.mu.Lock()
+	c.rd.buf, c.rd.n, c.rd.err = p, 0, nil
+	c.awaitWritten = false
+	_ = c.rc.Read(c.awaitFn) // a wait that failed is the next Read's error
+	n, err, rest := c.rd.n, c.rd.err, c.rd.buf
+	c.rd.buf, c.rd.err = nil, nil
+	c.rd.mu.Unlock()
+	if err != nil || len(rest) == 0 {
+		return n, err
+	}
+	// The read deadline had passed before the call (nothing written), or
+	// the socket had no room: write the rest as Write does.
+	m, err := c.Write(rest)
+	return n + m, err
+}
+
+// doAwait is WriteAwait's RawConn read callback: the first call writes
+// rd.buf (under wr.mu, so no other writer interleaves) and asks to wait,
+// the second comes once the socket is readable.
+func (c *Conn) doAwait(fd uintptr) bool {
+	if c.awaitWritten {
+		return true
+	}
+	c.wr.mu.Lock()
+	defer c.wr.mu.Unlock()
+	for len(c.rd.buf) > 0 {
+		n, e := WriteFD(fd, c.rd.buf)
+		switch e {
+		case 0:
+			c.rd.n += n
+			c.rd.buf = c.rd.buf[n:]
+		case syscall.EAGAIN:
+			return true // no room: WriteAwait finishes with Write
+		default:
+			c.rd.err = c.opError("write", e)
+			return true
+		}
+	}
+	c.awaitWritten = true
+	return false
 }
 
 // opError is the error net.Conn would return for errno e.
