@@ -19,6 +19,7 @@ import (
 	"github.com/doorman-go/doorman/internal/config"
 	"github.com/doorman-go/doorman/internal/idlepark"
 	"github.com/doorman-go/doorman/internal/memlimit"
+	"github.com/doorman-go/doorman/internal/memreturn"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/session"
 	"github.com/doorman-go/doorman/internal/upgrade"
@@ -73,6 +74,8 @@ type Metrics interface {
 	session.Metrics
 	// Rejected counts refused client connections by reason.
 	Rejected(reason string)
+	// MemoryReturned counts a return of free heap to the OS (memreturn).
+	MemoryReturned(bytes uint64)
 }
 
 // Parts build the admin console and the metrics exporter for a daemon: both
@@ -195,6 +198,12 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		go d.receive(ctx, in.Channel)
 	}
 	go d.Pools.Run(ctx)
+	// Free heap a burst left behind goes back to the OS once it is quiet.
+	returner := make(chan struct{})
+	go func() {
+		defer close(returner)
+		memreturn.Run(ctx, memreturn.Options{Observer: d.memoryObserver(), Log: d.Log})
+	}()
 	var accept sync.WaitGroup
 	for _, ln := range d.listeners {
 		accept.Add(1)
@@ -212,6 +221,8 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		<-d.drained // its last log lines and pool closing come before we return
 	}
 	d.Pools.Close()
+	cancel()
+	<-returner
 	return nil
 }
 
@@ -298,6 +309,15 @@ func (d *Daemon) adminServe() func(context.Context, *session.Session) error {
 		return nil
 	}
 	return d.admin.Serve
+}
+
+// memoryObserver is d.metrics as memreturn sees it; nil stays an untyped
+// nil.
+func (d *Daemon) memoryObserver() memreturn.Observer {
+	if d.metrics == nil {
+		return nil
+	}
+	return d.metrics
 }
 
 // sessionMetrics is d.metrics as sessions see it; nil stays an untyped nil

@@ -10,7 +10,8 @@
 // CounterVecs for events that leave no trace in that state: login
 // failures, refused connections, server connections lost under a client.
 // The session and daemon packages call the event methods (ClientLogin,
-// LoginFailure, ServerLost, Rejected, ClientConnection) through the
+// LoginFailure, ServerLost, Rejected, ClientConnection, MemoryReturned)
+// through the
 // session.Metrics and daemon.Metrics interfaces; daemon.New builds the
 // exporter through daemon.Parts.
 //

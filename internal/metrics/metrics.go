@@ -42,6 +42,8 @@ type Metrics struct {
 	tlsFailures   *prometheus.CounterVec
 	scramAuth     *prometheus.CounterVec
 	serverTLS     *serverTLS
+	memReturns    prometheus.Counter
+	memReturned   prometheus.Counter
 
 	// Client connections by kind since start, for pg_doorman_connection_count.
 	plain, tls, cancel, other atomic.Uint64
@@ -67,6 +69,14 @@ func New(d *daemon.Daemon) *Metrics {
 		Name: "pg_doorman_client_connections_rejected_total",
 		Help: "Client connections refused before startup, by reason (max_connections).",
 	}, []string{"reason"})
+	m.memReturns = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "pg_doorman_memory_returns_total",
+		Help: "Times pg_doorman gave free heap back to the OS after it went quiet (a garbage collection, then a release; internal/memreturn).",
+	})
+	m.memReturned = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "pg_doorman_memory_returned_bytes_total",
+		Help: "Bytes of free heap those returns released to the OS.",
+	})
 	m.paramSync = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pg_doorman_server_parameter_sync_failures_total",
 		Help: "SETs of a client's parameter (application_name, TimeZone, ...) the server rejected, by user, database and parameter; the parameter is then not set again for that client.",
@@ -112,7 +122,7 @@ func New(d *daemon.Daemon) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.logins, m.loginFailures, m.serverLost, m.rejected, m.clientErrors, m.paramSync,
-		m.tlsHandshakes, m.tlsFailures, m.scramAuth,
+		m.tlsHandshakes, m.tlsFailures, m.scramAuth, m.memReturns, m.memReturned,
 		&daemonCollector{m: m},
 		newPoolCollector(d),
 		coordinatorCollector{d},
@@ -167,6 +177,13 @@ func (m *Metrics) ParamSyncFailed(db, user, param string) {
 // Rejected counts a client connection refused before startup, such as over
 // max_connections (daemon.Metrics.Rejected).
 func (m *Metrics) Rejected(reason string) { m.rejected.WithLabelValues(reason).Inc() }
+
+// MemoryReturned counts a return of free heap to the OS and its bytes
+// (daemon.Metrics.MemoryReturned).
+func (m *Metrics) MemoryReturned(bytes uint64) {
+	m.memReturns.Inc()
+	m.memReturned.Add(float64(bytes))
+}
 
 // ClientConnection counts a new client connection once its first packet
 // has told what it is: ConnPlain, ConnTLS or ConnCancel. Other kinds only

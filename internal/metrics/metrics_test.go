@@ -157,6 +157,8 @@ func TestHooksCount(t *testing.T) {
 	m.TLSHandshake("")
 	m.TLSHandshake("bad_client_certificate")
 	m.SCRAMAuth("SCRAM-SHA-256-PLUS")
+	m.MemoryReturned(4096)
+	m.MemoryReturned(1000)
 
 	values := gather(t, m)
 	for key, want := range map[string]float64{
@@ -166,6 +168,8 @@ func TestHooksCount(t *testing.T) {
 		seriesKey("pg_doorman_client_login_failures_total", "reason", "a_new_reason"):            1,
 		poolKey("pg_doorman_server_connections_lost_total"):                                      1,
 		seriesKey("pg_doorman_client_connections_rejected_total", "reason", "max_connections"):   2,
+		seriesKey("pg_doorman_memory_returns_total"):                                             2,
+		seriesKey("pg_doorman_memory_returned_bytes_total"):                                      5096,
 		seriesKey("pg_doorman_connection_count", "type", "plain"):                                1,
 		seriesKey("pg_doorman_connection_count", "type", "tls"):                                  2,
 		seriesKey("pg_doorman_connection_count", "type", "cancel"):                               1,
