@@ -74,8 +74,9 @@ type IdleResult struct {
 	Clients     int    // asked for
 	Opened      int    // connected and authenticated
 	Started     Memory // before the warm-up client
-	Before      Memory // with the warm-up client connected
-	After       Memory
+	Before      Memory // with the warm-up client connected, idleHold after it
+	AtOnce      Memory // with all clients, as soon as it stopped moving
+	After       Memory // with all clients, idleHold after the last login
 	ConnectTime time.Duration
 	Err         string // first connect error, "" when all opened
 	AtLimit     bool   `json:",omitempty"` // Clients is the "max" count: as many as the open-file limit allows
@@ -89,12 +90,27 @@ func (r IdleResult) PerClient() float64 {
 	return float64(r.After.RSS-r.Before.RSS) / float64(r.Opened)
 }
 
+// PerClientAtOnce is PerClient as soon as the RSS stopped moving after the
+// logins, before idleHold.
+func (r IdleResult) PerClientAtOnce() float64 {
+	if r.Opened == 0 {
+		return 0
+	}
+	return float64(r.AtOnce.RSS-r.Before.RSS) / float64(r.Opened)
+}
+
 // idleConnectWorkers is how many logins run at once: enough to finish
 // quickly, few enough not to trip the poolers' login rate limits.
 const idleConnectWorkers = 32
 
 // settleTimeout bounds waiting for the RSS to stop moving.
 const settleTimeout = 5 * time.Second
+
+// idleHold is how long the clients stay idle before the reading that
+// counts: a pooler that gives memory back once a burst is over (pg_doorman
+// looks every 5 s, internal/memreturn) has had two looks by then. Both
+// poolers get the same hold, before "RSS before" too.
+const idleHold = 12 * time.Second
 
 // FirstClient is the RSS growth of the warm-up client, in bytes: what the
 // first login costs once (the pooler's first server connection and its
@@ -120,6 +136,9 @@ func measureIdle(ctx context.Context, p *pooler, n int) (IdleResult, error) {
 	if err := warm.Exec(ctx, "SELECT 1").Close(); err != nil {
 		return res, fmt.Errorf("warm-up client: %w", err)
 	}
+	if err := sleepCtx(ctx, idleHold); err != nil {
+		return res, err
+	}
 	if res.Before, err = settledMemory(ctx, p.proc.PID()); err != nil {
 		return res, err
 	}
@@ -135,8 +154,26 @@ func measureIdle(ctx context.Context, p *pooler, n int) (IdleResult, error) {
 			_ = c.Close(ctx)
 		}
 	}()
+	if res.AtOnce, err = settledMemory(ctx, p.proc.PID()); err != nil {
+		return res, err
+	}
+	if err := sleepCtx(ctx, idleHold); err != nil {
+		return res, err
+	}
 	res.After, err = settledMemory(ctx, p.proc.PID())
 	return res, err
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // clientsPerSource is how many idle clients connect from one source

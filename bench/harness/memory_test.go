@@ -47,8 +47,10 @@ func TestReadMemoryOfSelf(t *testing.T) {
 
 func TestIdlePerClient(t *testing.T) {
 	t.Parallel()
-	r := IdleResult{Opened: 2000, Before: Memory{RSS: 10 << 20}, After: Memory{RSS: 10<<20 + 2000*512}}
+	r := IdleResult{Opened: 2000, Before: Memory{RSS: 10 << 20}, AtOnce: Memory{RSS: 10<<20 + 2000*1024}, After: Memory{RSS: 10<<20 + 2000*512}}
 	require.InDelta(t, 512, r.PerClient(), 1e-9)
+	require.InDelta(t, 1024, r.PerClientAtOnce(), 1e-9)
 	require.Zero(t, IdleResult{}.PerClient())
+	require.Zero(t, IdleResult{}.PerClientAtOnce())
 	require.EqualValues(t, 1<<20, IdleResult{Started: Memory{RSS: 9 << 20}, Before: Memory{RSS: 10 << 20}}.FirstClient())
 }

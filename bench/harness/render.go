@@ -61,7 +61,7 @@ func renderMethod(b *strings.Builder, r Report) {
 		fmt.Sprintf("Both poolers in transaction mode with the same pool: %d server connections (the -M prepared test: %d clients on a pool of %d). SCRAM between client and pooler, the pooler logs in to PostgreSQL with the SCRAM keys of the client (passthrough) from the same verifier.", s.PoolSize, s.PreparedClients, s.PreparedPoolSize),
 		"PgBouncer: `auth_type = scram-sha-256`, `auth_file` with the verifier, connection logging off, everything else default (one process, one thread). pg_doorman: `bin/pg_doorman` of this commit, connection logging off, log level warn, everything else default (GOMAXPROCS = nproc).",
 		fmt.Sprintf("Interleaved: for every case the three targets run back to back, %d round(s), the order of the targets rotated per case and round. TPS is the median over rounds (of two rounds: the mean), excluding the connection time; latency percentiles are nearest-rank over every transaction of every round, from the `-l` logs.", s.Rounds),
-		fmt.Sprintf("Idle clients: for each count (%s), a fresh instance of each pooler; a Go program (pgconn, %d logins at a time) first connects one warm-up client that runs SELECT 1 and stays (so that the pooler has opened its first server connection: \"first client\" is what that cost once), then opens that many connections that authenticate and stay idle, from source addresses 127.0.0.2, 127.0.0.3, ... (a new one every %d clients, so that no address runs out of ephemeral ports); RSS is VmRSS from /proc/<pid>/status with the warm-up client (\"before\", once it stopped moving) and with all clients (after it stopped moving), VmHWM is the peak; bytes per idle client = (RSS with clients - RSS before) / clients.", idleCountsText(s.IdleCounts), idleConnectWorkers, clientsPerSource),
+		fmt.Sprintf("Idle clients: for each count (%s), a fresh instance of each pooler; a Go program (pgconn, %d logins at a time) first connects one warm-up client that runs SELECT 1 and stays (so that the pooler has opened its first server connection: \"first client\" is what that cost once), then opens that many connections that authenticate and stay idle, from source addresses 127.0.0.2, 127.0.0.3, ... (a new one every %d clients, so that no address runs out of ephemeral ports); RSS is VmRSS from /proc/<pid>/status with the warm-up client (\"before\", %s after it, once it stopped moving) and with all clients (\"at once\": as soon as it stopped moving after the last login; \"with clients\": %s later, once it stopped moving; the hold is there because pg_doorman gives free heap back to the OS once a burst is over, internal/memreturn), VmHWM is the peak; bytes per idle client = (RSS with clients - RSS before) / clients, and the same at once.", idleCountsText(s.IdleCounts), idleConnectWorkers, clientsPerSource, idleHold, idleHold),
 		"pgbench, PostgreSQL, the pooler and (for the memory test) the client program share the same CPUs.",
 	}
 	for _, l := range lines {
@@ -169,11 +169,12 @@ func renderTail(b *strings.Builder, r Report) {
 
 func renderMemory(b *strings.Builder, r Report) {
 	fmt.Fprintf(b, "## 4. Memory per idle client\n\n")
-	fmt.Fprintf(b, "| pooler | clients open | RSS at start | first client | RSS before | RSS with clients | VmHWM | bytes per idle client | time to open |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(b, "| pooler | clients open | RSS at start | first client | RSS before | RSS at once | RSS with clients | VmHWM | bytes per idle client at once | bytes per idle client | time to open |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	var errs []string
 	for _, i := range r.Idle {
-		fmt.Fprintf(b, "| %s | %d of %d | %s | %s | %s | %s | %s | %.0f | %s |\n", i.Pooler, i.Opened, i.Clients,
-			mib(i.Started.RSS), kib(i.FirstClient()), mib(i.Before.RSS), mib(i.After.RSS), mib(i.After.Peak), i.PerClient(), i.ConnectTime.Round(10*time.Millisecond))
+		fmt.Fprintf(b, "| %s | %d of %d | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %s |\n", i.Pooler, i.Opened, i.Clients,
+			mib(i.Started.RSS), kib(i.FirstClient()), mib(i.Before.RSS), mib(i.AtOnce.RSS), mib(i.After.RSS), mib(i.After.Peak),
+			i.PerClientAtOnce(), i.PerClient(), i.ConnectTime.Round(10*time.Millisecond))
 		if i.Err != "" {
 			errs = append(errs, fmt.Sprintf("- %s, %d clients: first connect error: %s", i.Pooler, i.Clients, cell(i.Err)))
 		}

@@ -37,7 +37,8 @@ func profileReport() Report {
 	}
 	r.IdleLimit = newIdleLimit(20000, 0)
 	r.Idle = append(r.Idle, IdleResult{Pooler: TargetPgBouncer, Clients: 19000, Opened: 19000, AtLimit: true,
-		Started: Memory{RSS: 8 << 20}, Before: Memory{RSS: 8 << 20}, After: Memory{RSS: 8<<20 + 19000*500}, ConnectTime: 42 * time.Second})
+		Started: Memory{RSS: 8 << 20}, Before: Memory{RSS: 8 << 20}, AtOnce: Memory{RSS: 8<<20 + 19000*500},
+		After: Memory{RSS: 8<<20 + 19000*500}, ConnectTime: 42 * time.Second})
 	return r
 }
 
@@ -59,7 +60,7 @@ func TestRenderProfiles(t *testing.T) {
 		"| # | pgbouncer | % | pg_doorman | % |",
 		"| 1 | [k] `tcp_sendmsg_locked` | 25.0 | [.] `runtime.mallocgc` | 25.0 |",
 		"| 2 | [.] `event_base_loop` | 5.0 |  |  |",
-		"| pgbouncer | 19000 of 19000 | 8.0 MiB | 0 KiB | 8.0 MiB | 17.1 MiB |",
+		"| pgbouncer | 19000 of 19000 | 8.0 MiB | 0 KiB | 8.0 MiB | 17.1 MiB | 17.1 MiB |",
 		"RLIMIT_NOFILE hard limit 20000 here",
 		"max = 20000 - 1000 kept free = 19000.",
 		"50000 idle clients were not run",

@@ -43,7 +43,8 @@ func testReport() Report {
 		}},
 		LoadMemory: map[string]Memory{TargetDoorman: {RSS: 20 << 20, Peak: 30 << 20}},
 		Idle: []IdleResult{{Pooler: TargetPgBouncer, Clients: 2000, Opened: 2000,
-			Started: Memory{RSS: 7 << 20}, Before: Memory{RSS: 8 << 20}, After: Memory{RSS: 8<<20 + 2000*600, Peak: 9 << 20}}},
+			Started: Memory{RSS: 7 << 20}, Before: Memory{RSS: 8 << 20}, AtOnce: Memory{RSS: 8<<20 + 2000*700},
+			After: Memory{RSS: 8<<20 + 2000*600, Peak: 9 << 20}}},
 	}
 }
 
@@ -59,7 +60,7 @@ func TestRender(t *testing.T) {
 		"| select-only | simple | pg_doorman | 20 | 0.50 | 0.50 | 0.50 | 1.0 |",
 		`| select-only | pgbouncer | 300 | 0 | 100 | 2 | ERROR: prepared statement "P_0" does not exist |`,
 		"| select-only | pg_doorman | 4000 | 0 | 0 | 0 |  |",
-		"| pgbouncer | 2000 of 2000 | 7.0 MiB | 1024 KiB | 8.0 MiB | 9.1 MiB | 9.0 MiB | 600 |",
+		"| pgbouncer | 2000 of 2000 | 7.0 MiB | 1024 KiB | 8.0 MiB | 9.3 MiB | 9.1 MiB | 9.0 MiB | 700 | 600 |",
 		"| pg_doorman | 20.0 MiB | 30.0 MiB |",
 		"No failed runs, failed transactions or aborted clients.",
 		"-M prepared through pg_doorman in transaction mode ran without errors.",

@@ -122,8 +122,8 @@ func runIdleAll(ctx context.Context, s Settings, counts []int, cfg poolerConfig,
 				return err
 			}
 			res.AtLimit = s.IdleCounts[i] == IdleMax
-			fmt.Fprintf(progress, "idle clients: %s holds %d of %d clients with %.0f bytes each (first client %d bytes), opened in %s\n",
-				res.Pooler, res.Opened, n, res.PerClient(), res.FirstClient(), res.ConnectTime.Round(time.Millisecond))
+			fmt.Fprintf(progress, "idle clients: %s holds %d of %d clients with %.0f bytes each (%.0f at once; first client %d bytes), opened in %s\n",
+				res.Pooler, res.Opened, n, res.PerClient(), res.PerClientAtOnce(), res.FirstClient(), res.ConnectTime.Round(time.Millisecond))
 			rep.Idle = append(rep.Idle, res)
 		}
 	}
