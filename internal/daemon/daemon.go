@@ -145,7 +145,10 @@ func (d *Daemon) Listen() error {
 	}
 	g := d.Config().General
 	addr := net.JoinHostPort(g.Host, fmt.Sprint(g.Port))
-	lc := net.ListenConfig{}
+	// KeepAlive -1: Go would set its own keepalive (15 s) on every
+	// accepted socket, four system calls that configureClientSocket then
+	// repeats with the configured values.
+	lc := net.ListenConfig{KeepAlive: -1}
 	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
@@ -276,7 +279,9 @@ func (d *Daemon) configureClientSocket(nc net.Conn) {
 		return
 	}
 	g := d.Config().General
-	_ = tc.SetNoDelay(g.TCPNoDelay)
+	if !g.TCPNoDelay {
+		_ = tc.SetNoDelay(false) // Go sets TCP_NODELAY on every new TCPConn
+	}
 	if n := int(g.TCPSocketBufferSize); n > 0 {
 		// Caps the kernel buffers an idle client holds (the kernel
 		// doubles the value for bookkeeping).
@@ -287,9 +292,9 @@ func (d *Daemon) configureClientSocket(nc net.Conn) {
 	// in: until then every close ends with something the client must read
 	// (an 'N', a FATAL error, the end of a cancel request), and linger 0
 	// would turn it into a reset that drivers report as ECONNRESET.
-	if g.TCPKeepalivesIdle > 0 {
-		_ = tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: g.TCPKeepalivesIdle, Interval: g.TCPKeepalivesInterval, Count: g.TCPKeepalivesCount})
-	}
+	// Keepalive as on server connections (backend.Options.KeepAlive): on,
+	// tcp_keepalives_idle 0 meaning Go's default idle time.
+	_ = tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: g.TCPKeepalivesIdle, Interval: g.TCPKeepalivesInterval, Count: g.TCPKeepalivesCount})
 	raw, err := tc.SyscallConn()
 	if err != nil {
 		return

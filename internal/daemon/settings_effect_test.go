@@ -116,6 +116,14 @@ func TestSettingTCPSocketOptions(t *testing.T) {
 			client:  seSockopts{NoDelay: false, KeepAlive: true, KeepCnt: 3, KeepIdle: 23, KeepIntvl: 29, UserTimeoutMS: 31000, RcvBuf: 2 * 160 << 10, SndBuf: 2 * 160 << 10},
 			server:  seSockopts{NoDelay: false, KeepAlive: true, KeepCnt: 3, KeepIdle: 23, KeepIntvl: 29, UserTimeoutMS: 31000},
 		},
+		{
+			// Idle 0: keepalive stays on with Go's default idle time (15 s)
+			// on both sides, interval and count as configured.
+			name:    "keepalive idle 0",
+			general: "  tcp_keepalives_count: 4\n  tcp_keepalives_idle: 0\n  tcp_keepalives_interval: 7\n  tcp_user_timeout: 19\n  tcp_socket_buffer_size: 64KB",
+			client:  seSockopts{NoDelay: true, KeepAlive: true, KeepCnt: 4, KeepIdle: 15, KeepIntvl: 7, UserTimeoutMS: 19000, RcvBuf: 2 * 64 << 10, SndBuf: 2 * 64 << 10},
+			server:  seSockopts{NoDelay: true, KeepAlive: true, KeepCnt: 4, KeepIdle: 15, KeepIntvl: 7, UserTimeoutMS: 19000},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
