@@ -178,16 +178,23 @@ func (c *Conn) Write(p []byte) (int, error) {
 }
 
 func (c *Conn) doWrite(fd uintptr) bool {
-	for len(c.wr.buf) > 0 {
-		n, e := WriteFD(fd, c.wr.buf)
+	return c.writeOut(fd, &c.wr) // false: wait until writable, then go on with the rest
+}
+
+// writeOut writes d.buf with raw calls until it is all out (true), the
+// socket has no room (false, d.buf holds the rest) or a call fails (true,
+// d.err set); d.n counts the bytes written.
+func (c *Conn) writeOut(fd uintptr, d *direction) bool {
+	for len(d.buf) > 0 {
+		n, e := WriteFD(fd, d.buf)
 		switch e {
 		case 0:
-			c.wr.n += n
-			c.wr.buf = c.wr.buf[n:]
+			d.n += n
+			d.buf = d.buf[n:]
 		case syscall.EAGAIN:
-			return false // wait until writable, then go on with the rest
+			return false
 		default:
-			c.wr.err = c.opError("write", e)
+			d.err = c.opError("write", e)
 			return true
 		}
 	}
@@ -233,18 +240,8 @@ func (c *Conn) doAwait(fd uintptr) bool {
 	}
 	c.wr.mu.Lock()
 	defer c.wr.mu.Unlock()
-	for len(c.rd.buf) > 0 {
-		n, e := WriteFD(fd, c.rd.buf)
-		switch e {
-		case 0:
-			c.rd.n += n
-			c.rd.buf = c.rd.buf[n:]
-		case syscall.EAGAIN:
-			return true // no room: WriteAwait finishes with Write
-		default:
-			c.rd.err = c.opError("write", e)
-			return true
-		}
+	if !c.writeOut(fd, &c.rd) || c.rd.err != nil {
+		return true // no room (WriteAwait finishes with Write), or failed
 	}
 	c.awaitWritten = true
 	return false
