@@ -108,17 +108,6 @@ func (c *Conn) NetConn() net.Conn { return c.nc }
 // Write writes raw protocol bytes to the server.
 func (c *Conn) Write(b []byte) (int, error) { return c.nc.Write(b) }
 
-// WriteAwait writes a request the server answers, as Write, and returns
-// once the answer is readable (rawio.Conn.WriteAwait): the first read of
-// the answer then costs no system call that finds nothing. Over TLS it is
-// Write. The caller is the connection's only reader meanwhile.
-func (c *Conn) WriteAwait(b []byte) (int, error) {
-	if rc, ok := c.nc.(*rawio.Conn); ok {
-		return rc.WriteAwait(b)
-	}
-	return c.nc.Write(b)
-}
-
 // Abort closes the socket at once, without Terminate or a TLS
 // close_notify: for a connection found broken, whose owner then destroys
 // it (Close after Abort is harmless).

@@ -22,12 +22,8 @@ type Conn struct {
 	// Like a net.Conn, a Conn may be written (and read) by several
 	// goroutines at once, e.g. the Terminate of a Close while a session
 	// still flushes: each direction's scratch is used under its mutex.
-	rd, wr                   direction
-	readFn, writeFn, awaitFn func(fd uintptr) bool // doRead, doWrite and doAwait, bound once so a call allocates nothing
-
-	// awaitWritten: WriteAwait's request is out; its next callback is the
-	// readiness it waited for. Used under rd.mu.
-	awaitWritten bool
+	rd, wr          direction
+	readFn, writeFn func(fd uintptr) bool // doRead and doWrite, bound once so a call allocates nothing
 }
 
 // direction is the scratch state of one direction's calls.
@@ -71,7 +67,6 @@ func Wrap(nc net.Conn) *Conn {
 	}
 	c.readFn = c.doRead
 	c.writeFn = c.doWrite
-	c.awaitFn = c.doAwait
 	return c
 }
 
@@ -178,73 +173,20 @@ func (c *Conn) Write(p []byte) (int, error) {
 }
 
 func (c *Conn) doWrite(fd uintptr) bool {
-	return c.writeOut(fd, &c.wr) // false: wait until writable, then go on with the rest
-}
-
-// writeOut writes d.buf with raw calls until it is all out (true), the
-// socket has no room (false, d.buf holds the rest) or a call fails (true,
-// d.err set); d.n counts the bytes written.
-func (c *Conn) writeOut(fd uintptr, d *direction) bool {
-	for len(d.buf) > 0 {
-		n, e := WriteFD(fd, d.buf)
+	for len(c.wr.buf) > 0 {
+		n, e := WriteFD(fd, c.wr.buf)
 		switch e {
 		case 0:
-			d.n += n
-			d.buf = d.buf[n:]
+			c.wr.n += n
+			c.wr.buf = c.wr.buf[n:]
 		case syscall.EAGAIN:
-			return false
+			return false // wait until writable, then go on with the rest
 		default:
-			d.err = c.opError("write", e)
+			c.wr.err = c.opError("write", e)
 			return true
 		}
 	}
 	return true
-}
-
-// WriteAwait writes p like Write and then, when all of p went out without
-// waiting for room, waits until the socket is readable: for a request the
-// peer answers, so that the caller's next Read finds the answer instead of
-// first returning EAGAIN from one more system call. The write is made
-// inside the wait's own RawConn read call, after Go's poller forgot any
-// earlier readiness, so an answer that comes at once is not missed. The
-// wait ends with readable bytes, the read deadline or the connection's
-// close; WriteAwait does not report the last two, the next Read does. A
-// write that would block, or p larger than rawWriteMax, is finished by
-// Write, without the wait. The caller must not be reading c concurrently.
-func (c *Conn) WriteAwait(p []byte) (int, error) {
-	if c.rc == nil || len(p) > rawWriteMax || len(p) == 0 {
-		return c.Write(p)
-	}
-	c.rd.mu.Lock()
-	c.rd.buf, c.rd.n, c.rd.err = p, 0, nil
-	c.awaitWritten = false
-	_ = c.rc.Read(c.awaitFn) // a wait that failed is the next Read's error
-	n, err, rest := c.rd.n, c.rd.err, c.rd.buf
-	c.rd.buf, c.rd.err = nil, nil
-	c.rd.mu.Unlock()
-	if err != nil || len(rest) == 0 {
-		return n, err
-	}
-	// The read deadline had passed before the call (nothing written), or
-	// the socket had no room: write the rest as Write does.
-	m, err := c.Write(rest)
-	return n + m, err
-}
-
-// doAwait is WriteAwait's RawConn read callback: the first call writes
-// rd.buf (under wr.mu, so no other writer interleaves) and asks to wait,
-// the second comes once the socket is readable.
-func (c *Conn) doAwait(fd uintptr) bool {
-	if c.awaitWritten {
-		return true
-	}
-	c.wr.mu.Lock()
-	defer c.wr.mu.Unlock()
-	if !c.writeOut(fd, &c.rd) || c.rd.err != nil {
-		return true // no room (WriteAwait finishes with Write), or failed
-	}
-	c.awaitWritten = true
-	return false
 }
 
 // opError is the error net.Conn would return for errno e.

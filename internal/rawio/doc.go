@@ -19,12 +19,6 @@
 // hot path. It owns no buffer: Read and Write use the caller's slices only
 // for the duration of the call.
 //
-// WriteAwait writes a request and waits, in the same RawConn read call,
-// until its answer is readable: the read that follows finds the answer at
-// once, where a read straight after a write would mostly return EAGAIN and
-// then wait (one system call per request saved; the session drives its
-// transactions this way).
-//
 // Peek (Linux) looks at a socket's receive queue without blocking or
 // consuming: whether a peer has gone (end of file, a reset) or has bytes
 // waiting. The session and the server connection both ask it. It is a raw

@@ -6,9 +6,7 @@
 // Ownership: one goroutine (Serve) owns the client socket's read side, the
 // client Reader and the buffer of bytes bound for the server. In
 // transaction mode, once it has written a client's request and the client
-// has sent nothing more, it reads the server's answers itself (drive: the
-// write of the request returns once the answer is readable, so the first
-// read finds it, backend.Conn.WriteAwait) and
+// has sent nothing more, it reads the server's answers itself (drive) and
 // releases the connection to the pool at the safe point: the client's last
 // message was Sync, Query, FunctionCall (or the end of a COPY started by
 // one), every such message has had its ReadyForQuery, no extended-protocol

@@ -156,52 +156,38 @@ func (s *Session) loop(ctx context.Context) error {
 			continue
 		}
 		if s.crd.Buffered() == 0 {
-			drive := s.startDrive()
-			if err := s.flushServer(srv, sbuf, drive); err != nil {
-				s.endDrive()
+			if err := s.flushServer(srv, sbuf); err != nil {
 				return err
 			}
 			putBuf(sbuf)
 			sbuf = nil
-			if err := s.afterFlush(srv, drive); err != nil {
+			if err := s.afterFlush(srv); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// startDrive decides, before the client's messages are written, who reads
-// the server's answers: the client loop itself (drive) when the client has
-// sent a request and nothing more, in transaction mode; otherwise
-// serverLoop, while the client loop goes on reading the client. A drive
-// is marked now, so that Kill aborts the server while the write waits for
-// its answer (flushServer).
-func (s *Session) startDrive() bool {
+// afterFlush decides who reads the server once the client's messages are
+// written: the client loop itself (drive) when the client has sent a
+// request and nothing more, in transaction mode; otherwise serverLoop,
+// while the client loop goes on reading the client.
+func (s *Session) afterFlush(srv *pooler.Conn) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	drive := s.srvDone == nil && s.pending > 0 && s.transactionMode()
 	if drive {
 		s.driving = true
 	}
-	return drive
-}
-
-func (s *Session) endDrive() {
-	s.mu.Lock()
-	s.driving = false
 	s.mu.Unlock()
-}
-
-// afterFlush reads the server's answers (drive) or starts serverLoop, as
-// startDrive decided.
-func (s *Session) afterFlush(srv *pooler.Conn, drive bool) error {
 	if !drive {
 		s.watch(srv)
 		s.wakeIfFakeDue(srv)
 		return nil
 	}
 	end := s.pumpServer(srv, true)
-	s.endDrive()
+	s.mu.Lock()
+	s.driving = false
+	s.mu.Unlock()
 	switch end {
 	case pumpFailed:
 		return errServerEnded
@@ -236,7 +222,7 @@ func (s *Session) transactionMode() bool { return s.pool.Settings().Mode() != "s
 // ends the session like any client read error; the server, left in the
 // middle of a message, is then destroyed by detachOnExit.
 func (s *Session) streamToServer(srv *pooler.Conn, sbuf *[]byte, frameLen int) error {
-	if err := s.flushServer(srv, sbuf, false); err != nil {
+	if err := s.flushServer(srv, sbuf); err != nil {
 		return err
 	}
 	s.guard.readErr = nil
@@ -414,20 +400,11 @@ func (s *Session) accountLocked(typ byte) {
 	}
 }
 
-// flushServer writes b to srv. With await (the client loop drives next) it
-// returns only once the answer is readable: the drive's first read then
-// finds it instead of returning EAGAIN and waiting (backend.Conn.WriteAwait).
-func (s *Session) flushServer(srv *pooler.Conn, b *[]byte, await bool) error {
+func (s *Session) flushServer(srv *pooler.Conn, b *[]byte) error {
 	if len(*b) == 0 {
 		return nil
 	}
-	var n int
-	var err error
-	if await {
-		n, err = srv.Value.WriteAwait(*b)
-	} else {
-		n, err = srv.Value.Write(*b)
-	}
+	n, err := srv.Value.Write(*b)
 	s.pool.Stats.BytesReceived.Add(uint64(n))
 	*b = (*b)[:0]
 	if err != nil {
