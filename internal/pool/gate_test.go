@@ -238,7 +238,7 @@ func TestAnticipationSpinCatchesReturn(t *testing.T) {
 	var reads atomic.Int64
 	p := New(Options[*fakeConn]{Config: Config{MaxSize: 4, MaxParallelCreates: 2, WarmRatio: 10, FastRetries: 1 << 30},
 		Connect: cn.connect, Jitter: func() float64 { return 1 }, XactP99: func() time.Duration { return time.Hour },
-		Now: func() time.Time { reads.Add(1); return time.Now() }})
+		Now: func() time.Time { reads.Add(1); return time.Unix(1000, 0) }}) // frozen: the spin's budget never runs out
 	t.Cleanup(p.Close)
 	held, err := p.Acquire(context.Background())
 	require.NoError(t, err)
@@ -257,6 +257,60 @@ func TestAnticipationSpinCatchesReturn(t *testing.T) {
 	require.EqualValues(t, 1, s.FastSpinHits)
 	require.Zero(t, s.Waits, "caught by the spin, never queued")
 	p.Release(c)
+}
+
+// The spin is bounded by time too: with retries to spare, a clock that
+// passes SpinBudget sends the client to the queue, where the returned
+// connection is handed to it.
+func TestAnticipationSpinStopsAtItsBudget(t *testing.T) {
+	cases := []struct {
+		name      string
+		step      time.Duration // the clock's advance per reading
+		wantReads int64         // the spin's readings and Acquire's own two, at most
+	}{
+		{"a reading per budget", SpinBudget, 4},
+		{"ten readings per budget", SpinBudget / 10, 13},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			now := time.Unix(1000, 0)
+			var reads atomic.Int64
+			cn := &connector{}
+			p := New(Options[*fakeConn]{Config: Config{MaxSize: 4, MaxParallelCreates: 2, WarmRatio: 10, FastRetries: 1 << 30},
+				Connect: cn.connect, Jitter: func() float64 { return 1 }, XactP99: func() time.Duration { return time.Hour },
+				Now: func() time.Time {
+					reads.Add(1)
+					mu.Lock()
+					defer mu.Unlock()
+					now = now.Add(tc.step)
+					return now
+				}})
+			t.Cleanup(p.Close)
+			held, err := p.Acquire(context.Background())
+			require.NoError(t, err)
+			start := reads.Load()
+			type result struct {
+				c   *Conn[*fakeConn]
+				err error
+			}
+			got := make(chan result, 1)
+			go func() {
+				c, err := p.Acquire(context.Background())
+				got <- result{c, err}
+			}()
+			waitFor(t, func() bool { return p.Stats().Waits == 1 })
+			spun := reads.Load() - start
+			p.Release(held)
+			r := <-got
+			require.NoError(t, r.err)
+			require.LessOrEqual(t, spun, tc.wantReads, "readings before queueing")
+			c := r.c
+			require.Same(t, held, c, "handed to the queued client")
+			require.Zero(t, p.Stats().FastSpinHits)
+			p.Release(c)
+		})
+	}
 }
 
 // EvictIdle closes the oldest idle connection past min age, never going to

@@ -36,8 +36,9 @@ type Config struct {
 	IdleCheckTimeout   time.Duration
 	// WarmRatio (percent of MaxSize) is the warm threshold: below it a
 	// client that finds no idle connection connects at once; above it, it
-	// first spins FastRetries times and then waits for a returned
-	// connection (anticipation) before it pays for a connect.
+	// first spins FastRetries times (for at most SpinBudget) and then
+	// waits for a returned connection (anticipation) before it pays for a
+	// connect.
 	WarmRatio   int
 	FastRetries int
 }
@@ -255,6 +256,12 @@ func (p *Pool[T]) TryAcquire(ctx context.Context) *Conn[T] {
 	}
 }
 
+// SpinBudget bounds the anticipation spin by time as FastRetries bounds
+// it by count: a yield behind many runnable goroutines can take
+// milliseconds, and the spin is meant to cost 10-50 us before the client
+// queues for a returned connection.
+const SpinBudget = 50 * time.Microsecond
+
 // tryAcquire does the locked part of Acquire: an idle connection, a create
 // slot, or a place in the queue (w == nil with no error means paused).
 // Below the warm threshold a client that finds nothing idle connects at
@@ -263,6 +270,7 @@ func (p *Pool[T]) TryAcquire(ctx context.Context) *Conn[T] {
 func (p *Pool[T]) tryAcquire() (c *Conn[T], create bool, w *waiter[T], err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var start time.Time
 	for spin := 0; ; spin++ {
 		if p.closed {
 			return nil, false, nil, ErrClosed
@@ -270,13 +278,18 @@ func (p *Pool[T]) tryAcquire() (c *Conn[T], create bool, w *waiter[T], err error
 		if p.paused {
 			return nil, false, nil, nil
 		}
-		if c := p.takeIdleLocked(p.now()); c != nil {
+		now := p.now()
+		if c := p.takeIdleLocked(now); c != nil {
 			if spin > 0 {
 				p.counters.FastSpinHits++
 			}
 			return c, false, nil, nil
 		}
-		if p.total < p.warmThresholdLocked() || p.busy == 0 || spin >= p.cfg.FastRetries || p.waiters.Len() > 0 {
+		if spin == 0 {
+			start = now
+		}
+		if p.total < p.warmThresholdLocked() || p.busy == 0 || spin >= p.cfg.FastRetries ||
+			p.waiters.Len() > 0 || now.Sub(start) >= SpinBudget {
 			break
 		}
 		p.mu.Unlock()
