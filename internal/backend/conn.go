@@ -185,7 +185,9 @@ func connectOnce(ctx context.Context, o Options, m *servertls.Material, at serve
 		return nil, &ConnectError{Addr: o.Address, Err: err}
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(o.NoDelay)
+		if !o.NoDelay { // Go's dialer has turned TCP_NODELAY on already
+			_ = tc.SetNoDelay(false)
+		}
 		setUserTimeout(tc, o.TCPUserTimeout)
 	}
 	if uc, ok := nc.(*net.UnixConn); ok && o.UnixSocketBufferSize > 0 {
