@@ -257,9 +257,9 @@ func (p *Pool[T]) TryAcquire(ctx context.Context) *Conn[T] {
 }
 
 // SpinBudget bounds the anticipation spin by time as FastRetries bounds
-// it by count: a yield behind many runnable goroutines can take
-// milliseconds, and the spin is meant to cost 10-50 us before the client
-// queues for a returned connection.
+// it by count: no new yield starts once it has passed. A yield behind many
+// runnable goroutines can take milliseconds, and the spin is meant to cost
+// 10-50 us before the client queues for a returned connection.
 const SpinBudget = 50 * time.Microsecond
 
 // tryAcquire does the locked part of Acquire: an idle connection, a create
