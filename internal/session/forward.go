@@ -400,6 +400,8 @@ func (s *Session) accountLocked(typ byte) {
 	}
 }
 
+// flushServer writes b to srv and empties it; a failed write ends the
+// server side (serverWriteFailed).
 func (s *Session) flushServer(srv *pooler.Conn, b *[]byte) error {
 	if len(*b) == 0 {
 		return nil
