@@ -10,6 +10,8 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+
+	"github.com/doorman-go/doorman/internal/rawio"
 )
 
 // parkEvents: readable, peer closed its side, and one event per Park. Level
@@ -136,7 +138,7 @@ func (p *Parker) park(fd int, wake func(WakeReason)) error {
 	// The slot is written under mu before the event can be dispatched
 	// (dispatch takes mu too), so an fd that is readable at once still
 	// finds its slot.
-	err := epollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev)
+	err := rawio.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev)
 	switch {
 	case errors.Is(err, unix.EEXIST) && s.wake != nil:
 		return ErrParked
@@ -195,7 +197,7 @@ func (p *Parker) unpark(fd int) func(WakeReason) {
 // Called with mu held and closed false.
 func (p *Parker) release(fd int) func(WakeReason) {
 	s := &p.slots[fd]
-	if err := epollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil); err != nil {
+	if err := rawio.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil); err != nil {
 		// ENOENT: closed behind our back. The wake still runs, so the
 		// session ends when it finds the connection closed.
 		p.log.Error("idlepark: epoll_ctl del", zap.Int("fd", fd), zap.Error(err))

@@ -7,6 +7,8 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+
+	"github.com/doorman-go/doorman/internal/rawio"
 )
 
 var noDeadline time.Time
@@ -27,7 +29,7 @@ func (p *Parker) poll(raw syscall.RawConn) {
 	)
 	err := raw.Read(func(fd uintptr) bool {
 		for {
-			n, err := epollWait0(int(fd), p.events)
+			n, err := rawio.EpollWait0(int(fd), p.events)
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}

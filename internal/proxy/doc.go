@@ -18,10 +18,13 @@
 // Proxy owns one patroni.Watcher per cluster, the listeners and the HTTP API
 // (Handler). Least-connections counters live per port and backend and survive
 // updates. A connect has connect_timeout and falls over to the next backend.
-// Bytes are copied by a pump per direction (forward.go): raw read and write
-// system calls through the sockets' RawConns, a 32 KiB pooled buffer held
-// only while bytes are in flight, both directions awaited, EOF passed on
-// as a half-close.
+// Bytes are moved by internal/relay's event loops (forward.go; one loop per
+// four CPUs, at least one, started by Start and stopped by Shutdown after
+// the last connection): no goroutine per direction, EOF passed on as a
+// half-close, at most one 32 KiB read held per direction while a peer does
+// not take it. The goroutine that routed a connection waits for its end or
+// its cut. Where the system has no epoll, a pump per direction copies with
+// raw read and write system calls instead.
 //
 // A leader restarting in place (same member, leader key kept) is confirmed
 // before /cluster says running once its own /patroni relays a live query

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doorman-go/doorman/internal/patroni"
+	"github.com/doorman-go/doorman/internal/relay"
 )
 
 // env is what every port and cluster shares: logger, metrics, clock and the
@@ -18,6 +19,10 @@ type env struct {
 	settings atomic.Pointer[settings]
 	// suspect passes a trigger to the named cluster; set once by New.
 	suspect func(cluster string, t Trigger)
+	// relay runs the forwarded connections' event loops; set by Start
+	// before any port exists, closed by Shutdown after the last connection.
+	// nil where the system has no epoll: forward then uses pumps.
+	relay *relay.Relay
 }
 
 type settings struct {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/doorman-go/doorman/internal/relay"
 )
 
 // tcpPair returns both ends of a loopback TCP connection.
@@ -44,13 +46,28 @@ type forwarded struct {
 	done           chan bool
 }
 
-func startForward(t *testing.T) *forwarded {
+func startForward(t *testing.T, rl *relay.Relay) *forwarded {
 	t.Helper()
 	client, proxyIn := tcpPair(t)
 	proxyOut, server := tcpPair(t)
 	f := &forwarded{client: client, server: server, cut: make(chan struct{}), done: make(chan bool, 1)}
-	go func() { f.done <- forward(proxyIn, proxyOut, f.cut, nil) }()
+	go func() {
+		wasCut, err := forward(rl, proxyIn, proxyOut, f.cut, nil)
+		if err != nil {
+			t.Errorf("forward: %v", err)
+		}
+		f.done <- wasCut
+	}()
 	return f
+}
+
+// forwarders are forward's two ways: an event loop (Linux) and pumps.
+func forwarders(t *testing.T) map[string]*relay.Relay {
+	t.Helper()
+	rl, err := relay.New(1)
+	require.NoError(t, err)
+	t.Cleanup(rl.Close)
+	return map[string]*relay.Relay{"event loop": rl, "pumps": nil}
 }
 
 // TestForwardBytes: what the client sends reaches the server unchanged and
@@ -58,41 +75,51 @@ func startForward(t *testing.T) *forwarded {
 // half-close of one side reaches the other while the other direction
 // still works.
 func TestForwardBytes(t *testing.T) {
-	for _, size := range []int{1, 100, pumpBufSize - 1, pumpBufSize, pumpBufSize + 1, 1 << 20} {
-		t.Run(fmt.Sprintf("%d bytes", size), func(t *testing.T) {
-			f := startForward(t)
-			up, down := make([]byte, size), make([]byte, size)
-			_, _ = rand.Read(up)
-			_, _ = rand.Read(down)
-			go func() {
-				_, _ = f.client.Write(up)
-				_ = f.client.CloseWrite()
-			}()
-			got, err := io.ReadAll(f.server) // ends at the client's half-close
-			require.NoError(t, err)
-			require.True(t, bytes.Equal(up, got), "client to server: %d bytes arrived of %d", len(got), size)
+	for name, rl := range forwarders(t) {
+		for _, size := range []int{1, 100, pumpBufSize - 1, pumpBufSize, pumpBufSize + 1, 1 << 20} {
+			t.Run(fmt.Sprintf("%s/%d bytes", name, size), func(t *testing.T) { forwardBytes(t, rl, size) })
+		}
+	}
+}
 
-			go func() {
-				_, _ = f.server.Write(down)
-				_ = f.server.CloseWrite()
-			}()
-			got, err = io.ReadAll(f.client)
-			require.NoError(t, err)
-			require.True(t, bytes.Equal(down, got), "server to client after the client's half-close: %d bytes of %d", len(got), size)
-			select {
-			case wasCut := <-f.done:
-				require.False(t, wasCut)
-			case <-time.After(10 * time.Second):
-				t.Fatal("forward did not end after both directions ended")
-			}
-		})
+func forwardBytes(t *testing.T, rl *relay.Relay, size int) {
+	f := startForward(t, rl)
+	up, down := make([]byte, size), make([]byte, size)
+	_, _ = rand.Read(up)
+	_, _ = rand.Read(down)
+	go func() {
+		_, _ = f.client.Write(up)
+		_ = f.client.CloseWrite()
+	}()
+	got, err := io.ReadAll(f.server) // ends at the client's half-close
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(up, got), "client to server: %d bytes arrived of %d", len(got), size)
+
+	go func() {
+		_, _ = f.server.Write(down)
+		_ = f.server.CloseWrite()
+	}()
+	got, err = io.ReadAll(f.client)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(down, got), "server to client after the client's half-close: %d bytes of %d", len(got), size)
+	select {
+	case wasCut := <-f.done:
+		require.False(t, wasCut)
+	case <-time.After(10 * time.Second):
+		t.Fatal("forward did not end after both directions ended")
 	}
 }
 
 // TestForwardCut: closing cut ends forward at once, both connections
 // closed, even while a direction waits for a reader that never reads.
 func TestForwardCut(t *testing.T) {
-	f := startForward(t)
+	for name, rl := range forwarders(t) {
+		t.Run(name, func(t *testing.T) { forwardCut(t, rl) })
+	}
+}
+
+func forwardCut(t *testing.T, rl *relay.Relay) {
+	f := startForward(t, rl)
 	// The server never reads: the proxy's write to it fills the socket
 	// buffers and waits. Cut once the server's receive queue holds the
 	// first 64 KiB: the pump is forwarding into a socket nobody reads.

@@ -176,12 +176,17 @@ func (p *port) run(spec PortSpec, client, server *net.TCPConn, b *backend) {
 	g.Inc()
 	m.ConnectionsTotal.WithLabelValues(spec.Cluster, spec.Name, b.addr).Inc()
 	start := time.Now()
-	wasCut := forward(client, server, b.cut, func() {
+	wasCut, err := forward(p.env.relay, client, server, b.cut, func() {
 		if p.state.roleOf(b) == patroni.RoleLeader {
 			p.env.suspect(spec.Cluster, TriggerServerClosed)
 		}
 	})
 	g.Dec()
+	if err != nil {
+		m.RelayErrors.WithLabelValues(spec.Cluster, spec.Name).Inc()
+		p.env.log.Warn("connection closed: the event loop could not take it", zap.String("cluster", spec.Cluster),
+			zap.String("port", spec.Name), zap.String("backend", b.addr), zap.Error(err))
+	}
 	p.state.release(b)
 	if wasCut {
 		m.Cut.WithLabelValues(spec.Cluster, spec.Name, string(b.reason)).Inc()

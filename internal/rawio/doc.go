@@ -25,6 +25,9 @@
 // call too: a call the scheduler sees wakes sysmon whenever every P was
 // idle, and sysmon then polls every 20 µs for a while.
 //
+// EpollCtl and EpollWait0 (Linux) are the epoll calls of the event loops
+// that wait for an epoll set through the netpoller.
+//
 // ReadFD and WriteFD are the one raw call each, for code that runs its own
 // RawConn callbacks (patroni_proxy's pump takes its buffer only once the
 // socket is readable).

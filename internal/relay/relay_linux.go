@@ -1,0 +1,317 @@
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/doorman-go/doorman/internal/rawio"
+)
+
+const (
+	// bufSize is the most one read moves: the loop's buffer, and the most a
+	// pair holds per direction while the other side does not take it.
+	bufSize = 32 << 10
+	// batchSize is the most events one epoll_wait takes.
+	batchSize = 128
+)
+
+// Relay deals pairs to its loops in turn. See the package comment.
+type Relay struct {
+	loops []*loop
+	next  atomic.Uint32
+	wg    sync.WaitGroup
+}
+
+// New starts n event loops (at least one), each with its own goroutine.
+func New(n int) (*Relay, error) {
+	r := &Relay{}
+	for range max(n, 1) {
+		l, err := newLoop()
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		r.loops = append(r.loops, l)
+		r.wg.Go(l.run)
+	}
+	return r, nil
+}
+
+// Add takes client and server over and starts moving bytes between them.
+// Whatever happens, the caller must not use either connection again: on an
+// error both are closed.
+func (r *Relay) Add(client, server *net.TCPConn) (*Pair, error) {
+	l := r.loops[int(r.next.Add(1)-1)%len(r.loops)]
+	return l.add(client, server)
+}
+
+// Close ends every pair (Err nil, as after Cut), stops the loops and waits
+// for their goroutines. Add fails with ErrClosed afterwards.
+func (r *Relay) Close() {
+	for _, l := range r.loops {
+		l.stop()
+	}
+	r.wg.Wait()
+}
+
+// loop is one event loop over one epoll set. run's goroutine owns buf,
+// events, batch, more and every added pair's sockets; mu guards pairs (the
+// descriptor-indexed table Add writes), cuts and closed.
+type loop struct {
+	epfd   int
+	wakeFD int      // eventfd in the set: Cut and stop write it
+	file   *os.File // epfd, waited for through the netpoller
+
+	mu     sync.Mutex
+	pairs  []*Pair // by descriptor
+	cuts   []*Pair // Cut asked, not yet dropped
+	closed bool
+
+	buf    []byte
+	events []unix.EpollEvent
+	batch  []*Pair // the pair of each event of the batch in hand
+	// more: the batch may have left a descriptor ready that wakes nobody
+	// (see poll).
+	more   bool
+	pollFn func(fd uintptr) bool // poll, bound once
+}
+
+func newLoop() (*loop, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("relay: epoll_create1: %w", err)
+	}
+	wfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		_ = unix.Close(epfd)
+		return nil, fmt.Errorf("relay: eventfd: %w", err)
+	}
+	err = unix.SetNonblock(epfd, true)
+	if err == nil {
+		err = rawio.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wfd)})
+	}
+	if err != nil {
+		_ = unix.Close(wfd)
+		_ = unix.Close(epfd)
+		return nil, fmt.Errorf("relay: epoll set: %w", err)
+	}
+	l := &loop{
+		epfd: epfd, wakeFD: wfd,
+		// Non-blocking, so os.NewFile registers it with the netpoller.
+		file:   os.NewFile(uintptr(epfd), "relay-epoll"),
+		buf:    make([]byte, bufSize),
+		events: make([]unix.EpollEvent, batchSize),
+	}
+	l.pollFn = l.poll
+	return l, nil
+}
+
+// run is the loop's goroutine: it waits for the set through the netpoller
+// (RawConn.Read parks it until the epoll fd is readable) and serves events
+// in poll until stop. Then it closes every pair, the set and the eventfd.
+func (l *loop) run() {
+	if raw, err := l.file.SyscallConn(); err == nil {
+		_ = raw.Read(l.pollFn)
+	}
+	l.dropAll()
+	_ = l.file.Close()
+	_ = unix.Close(l.wakeFD)
+}
+
+// poll takes the events with epoll_wait(0) until a batch comes back short
+// and left nothing behind, then lets the netpoller wait (false). The sockets
+// are level-triggered in the set; the set is edge-triggered in the
+// netpoller, which fires whenever the set queues an event. A socket left
+// ready after a batch (a read that filled the buffer, bytes that came with
+// a FIN, a changed interest) is queued again without such an event, so the
+// loop looks once more before it waits (more). True: the loop is over.
+func (l *loop) poll(fd uintptr) bool {
+	for {
+		n, err := rawio.EpollWait0(int(fd), l.events)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || !l.dispatch(l.events[:n]) {
+			return true
+		}
+		if n < len(l.events) && !l.more {
+			return false
+		}
+	}
+}
+
+// dispatch serves one batch; false once the loop is stopped. The pairs of
+// the batch are looked up before any is served: a pair dropped by one event
+// frees descriptors that Add may reuse before the batch's later events for
+// them are served, and those must go to the old, gone pair.
+func (l *loop) dispatch(events []unix.EpollEvent) bool {
+	l.more = false
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return false
+	}
+	l.batch = l.batch[:0]
+	for i := range events {
+		var p *Pair
+		if fd := int(events[i].Fd); fd != l.wakeFD && fd < len(l.pairs) {
+			p = l.pairs[fd]
+		}
+		l.batch = append(l.batch, p)
+	}
+	l.mu.Unlock()
+	ok := true
+	for i := range events {
+		ev := &events[i]
+		p := l.batch[i]
+		switch {
+		case int(ev.Fd) == l.wakeFD:
+			ok = l.woken() && ok
+		case p != nil && !p.gone:
+			side := 0
+			if p.fd[1] == int(ev.Fd) {
+				side = 1
+			}
+			if !p.handle(l, side, ev.Events) {
+				l.drop(p)
+			}
+		}
+	}
+	clear(l.batch) // keep no pair alive
+	return ok
+}
+
+// woken serves the eventfd: the pairs Cut asked for are dropped; false when
+// stop wrote it.
+func (l *loop) woken() bool {
+	var b [8]byte
+	_, _ = rawio.ReadFD(uintptr(l.wakeFD), b[:])
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, p := range l.cuts {
+		l.dropLocked(p)
+		l.cuts[i] = nil
+	}
+	l.cuts = l.cuts[:0]
+	return !l.closed
+}
+
+// kick makes the loop serve the eventfd.
+func (l *loop) kick() {
+	one := [8]byte{1}
+	_, _, _ = syscall.RawSyscall(syscall.SYS_WRITE, uintptr(l.wakeFD), uintptr(unsafe.Pointer(&one[0])), 8)
+}
+
+func (l *loop) stop() {
+	l.mu.Lock()
+	was := l.closed
+	l.closed = true
+	l.mu.Unlock()
+	if !was {
+		l.kick()
+	}
+}
+
+// add takes the descriptors of client and server over (close-on-exec dups;
+// the net.Conns are closed, so the netpoller no longer watches them) and
+// adds both to the set, readable.
+func (l *loop) add(client, server *net.TCPConn) (*Pair, error) {
+	cfd, cerr := takeFD(client)
+	sfd, serr := takeFD(server)
+	if err := errors.Join(cerr, serr); err != nil {
+		closeFDs(cfd, sfd)
+		return nil, fmt.Errorf("relay: take sockets: %w", err)
+	}
+	p := &Pair{l: l, fd: [2]int{cfd, sfd}, done: make(chan struct{}), serverEnded: make(chan struct{})}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		closeFDs(cfd, sfd)
+		return nil, ErrClosed
+	}
+	if top := max(cfd, sfd); top >= len(l.pairs) {
+		grown := make([]*Pair, max(top+1, 2*len(l.pairs), 64))
+		copy(grown, l.pairs)
+		l.pairs = grown
+	}
+	for side, fd := range p.fd {
+		l.pairs[fd] = p
+		p.interest[side] = unix.EPOLLIN | unix.EPOLLRDHUP
+	}
+	for _, fd := range p.fd {
+		if err := rawio.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(fd)}); err != nil {
+			l.dropLocked(p)
+			return nil, fmt.Errorf("relay: epoll_ctl add: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// takeFD returns a close-on-exec dup of c's descriptor and closes c.
+func takeFD(c *net.TCPConn) (int, error) {
+	defer c.Close()
+	nfd := -1
+	var derr error
+	if err := rawio.Control(c, func(fd uintptr) { nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return -1, err
+	}
+	if derr != nil {
+		return -1, derr
+	}
+	// The dup shares the open file description: non-blocking, as Go made it.
+	return nfd, nil
+}
+
+func closeFDs(fds ...int) {
+	for _, fd := range fds {
+		if fd >= 0 {
+			_ = unix.Close(fd)
+		}
+	}
+}
+
+// dropAll closes every pair; run's last step.
+func (l *loop) dropAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	for _, p := range l.pairs {
+		if p != nil {
+			l.dropLocked(p)
+		}
+	}
+	clear(l.cuts)
+	l.cuts = nil
+}
+
+func (l *loop) drop(p *Pair) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.dropLocked(p)
+}
+
+// dropLocked closes both sockets of p (closing the last descriptor of a
+// socket takes it out of the set), frees their slots and what p holds, and
+// closes done; mu held, on run's goroutine or before p was published.
+func (l *loop) dropLocked(p *Pair) {
+	if p.gone {
+		return
+	}
+	p.gone = true
+	for side, fd := range p.fd {
+		if fd < len(l.pairs) && l.pairs[fd] == p {
+			l.pairs[fd] = nil
+		}
+		_ = unix.Close(fd)
+		p.releasePend(side)
+	}
+	close(p.done)
+}
