@@ -16,7 +16,7 @@
 //   - ModeEpollNetpoller: event loops whose epoll set is itself waited for
 //     through Go's netpoller (internal/idlepark's trick), taking events with
 //     epoll_wait(0) and raw read and write calls, so no thread blocks in a
-//     system call.
+//     system call: internal/relay, patroni_proxy's forwarding, itself.
 //
 // Each event loop owns the connections it was given and its one read
 // buffer; bytes a peer does not take at once wait in a per-direction pending

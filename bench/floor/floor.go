@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/doorman-go/doorman/internal/rawio"
+	"github.com/doorman-go/doorman/internal/relay"
 )
 
 // Mode is how a forwarder moves bytes; see the package comment.
@@ -49,8 +50,10 @@ func Serve(ctx context.Context, ln net.Listener, target string, mode Mode, loops
 	switch mode {
 	case ModeGoroutines:
 		fw = newGoroutines()
-	case ModeEpollThread, ModeEpollNetpoller:
-		fw, err = newLoops(mode, max(loops, 1))
+	case ModeEpollThread:
+		fw, err = newLoops(max(loops, 1))
+	case ModeEpollNetpoller:
+		fw, err = newRelayed(max(loops, 1))
 	default:
 		err = fmt.Errorf("unknown forwarder mode %q", mode)
 	}
@@ -85,6 +88,24 @@ type forwarder interface {
 	add(client, server *net.TCPConn)
 	close()
 }
+
+// relayed is ModeEpollNetpoller: patroni_proxy's event loops
+// (internal/relay) themselves.
+type relayed struct{ r *relay.Relay }
+
+func newRelayed(loops int) (*relayed, error) {
+	r, err := relay.New(loops)
+	if err != nil {
+		return nil, err
+	}
+	return &relayed{r: r}, nil
+}
+
+// add hands the pair to the relay; a pair it cannot take is closed, and
+// the client sees that.
+func (f *relayed) add(client, server *net.TCPConn) { _, _ = f.r.Add(client, server) }
+
+func (f *relayed) close() { f.r.Close() }
 
 // goroutines is ModeGoroutines.
 type goroutines struct {

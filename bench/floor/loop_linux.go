@@ -4,29 +4,29 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"runtime"
 	"sync"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/doorman-go/doorman/internal/rawio"
 )
 
-// loops is ModeEpollThread and ModeEpollNetpoller: connections dealt to
-// event loops in turn.
+// loops is ModeEpollThread: connections dealt to event loops in turn. The
+// pair logic is internal/relay's (ModeEpollNetpoller runs that package
+// itself); only the wait differs: each loop blocks its OS thread in
+// epoll_wait.
 type loops struct {
 	ls   []*loop
 	next int // owned by Serve's goroutine (add)
 	wg   sync.WaitGroup
 }
 
-func newLoops(mode Mode, n int) (*loops, error) {
+func newLoops(n int) (*loops, error) {
 	ls := &loops{}
 	for range n {
-		l, err := newLoop(mode == ModeEpollNetpoller)
+		l, err := newLoop()
 		if err != nil {
 			ls.close()
 			return nil, err
@@ -61,10 +61,8 @@ const batchSize = 128
 // buf, events and every pair once added; mu guards pairs (the fd-indexed
 // table add writes) and closed.
 type loop struct {
-	epfd      int
-	netpoller bool
-	wakeFD    int      // eventfd that stop writes (thread loops)
-	file      *os.File // epfd for the netpoller (netpoller loops)
+	epfd   int
+	wakeFD int // eventfd that stop writes
 
 	mu     sync.Mutex
 	pairs  []*pair // by fd
@@ -72,7 +70,6 @@ type loop struct {
 
 	buf    []byte
 	events []unix.EpollEvent
-	more   bool // the last batch may have left an fd ready without a new wake-up (a full read, bytes before an EOF, update)
 }
 
 // pair is one forwarded connection: side 0 the client, side 1 the server.
@@ -85,20 +82,12 @@ type pair struct {
 	gone bool
 }
 
-func newLoop(netpoller bool) (*loop, error) {
+func newLoop() (*loop, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("epoll_create1: %w", err)
 	}
-	l := &loop{epfd: epfd, netpoller: netpoller, wakeFD: -1, buf: make([]byte, copyBufSize), events: make([]unix.EpollEvent, batchSize)}
-	if netpoller {
-		if err := unix.SetNonblock(epfd, true); err != nil {
-			_ = unix.Close(epfd)
-			return nil, fmt.Errorf("epoll fd non-blocking: %w", err)
-		}
-		l.file = os.NewFile(uintptr(epfd), "floor-epoll")
-		return l, nil
-	}
+	l := &loop{epfd: epfd, wakeFD: -1, buf: make([]byte, copyBufSize), events: make([]unix.EpollEvent, batchSize)}
 	l.wakeFD, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		_ = unix.Close(epfd)
@@ -177,12 +166,6 @@ func (l *loop) stop() {
 	}
 	l.closed = true
 	l.mu.Unlock()
-	if l.netpoller {
-		// The file's descriptor is closed once run's Read has returned,
-		// never under a running dispatch.
-		_ = l.file.Close()
-		return
-	}
 	var one [8]byte
 	one[0] = 1
 	_, _ = unix.Write(l.wakeFD, one[:])
@@ -202,10 +185,6 @@ func (l *loop) dropAll() {
 
 func (l *loop) run() {
 	defer l.dropAll()
-	if l.netpoller {
-		l.runNetpoller()
-		return
-	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer closeFDs(l.epfd, l.wakeFD)
@@ -220,35 +199,8 @@ func (l *loop) run() {
 	}
 }
 
-// runNetpoller waits for the epoll fd through Go's netpoller and takes the
-// events with epoll_wait(0) until a batch comes back short.
-func (l *loop) runNetpoller() {
-	raw, err := l.file.SyscallConn()
-	if err != nil {
-		return
-	}
-	_ = raw.Read(func(fd uintptr) bool {
-		for {
-			n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
-			if e == syscall.EINTR {
-				continue
-			}
-			if e != 0 || !l.dispatch(l.events[:n]) {
-				return true
-			}
-			// A level-triggered fd that is still ready stays queued inside
-			// the set without a new wake-up of the netpoller, so the loop
-			// goes on while the batch may have left one (more) or was full.
-			if int(n) < len(l.events) && !l.more {
-				return false
-			}
-		}
-	})
-}
-
 // dispatch handles one batch; false once the loop is stopped.
 func (l *loop) dispatch(events []unix.EpollEvent) bool {
-	l.more = false
 	for i := range events {
 		ev := &events[i]
 		fd := int(ev.Fd)
@@ -309,11 +261,6 @@ func (l *loop) handle(p *pair, side int, events uint32) bool {
 		return true
 	case e != 0:
 		return false
-	case n == len(l.buf), events&(unix.EPOLLRDHUP|unix.EPOLLHUP) != 0 && n > 0:
-		// The socket may hold more: the rest of a full read, or the end
-		// of file after these bytes (the peer's FIN came with them, and
-		// it wakes nobody again).
-		l.more = true
 	case n == 0: // EOF: pass it on as a half-close
 		p.eof[side] = true
 		if p.eof[other] {
@@ -338,12 +285,9 @@ func (l *loop) handle(p *pair, side int, events uint32) bool {
 
 // update sets what epoll reports for both sides of p: readable while the
 // other side has nothing pending and the side has not ended, writable while
-// the side has bytes pending. A side made readable again may hold bytes
-// already: the kernel queues it in the set, but a change of interest need
-// not wake the netpoller's wait on the set, so the loop looks again before
-// it waits (more).
+// the side has bytes pending. A blocking epoll_wait reports a side that is
+// ready at once, whatever woke it.
 func (l *loop) update(p *pair) bool {
-	l.more = true
 	for side := range 2 {
 		var ev uint32
 		if len(p.pend[1-side]) == 0 && !p.eof[side] {

@@ -4,6 +4,6 @@ package floor
 
 import "errors"
 
-func newLoops(Mode, int) (forwarder, error) {
+func newLoops(int) (forwarder, error) {
 	return nil, errors.New("the epoll forwarders need Linux")
 }
