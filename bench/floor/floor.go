@@ -103,7 +103,7 @@ func newRelayed(loops int) (*relayed, error) {
 
 // add hands the pair to the relay; a pair it cannot take is closed, and
 // the client sees that.
-func (f *relayed) add(client, server *net.TCPConn) { _, _ = f.r.Add(client, server) }
+func (f *relayed) add(client, server *net.TCPConn) { _, _ = f.r.Add(client, server, nil) }
 
 func (f *relayed) close() { f.r.Close() }
 

@@ -24,7 +24,7 @@ func forward(rl *relay.Relay, client, server *net.TCPConn, cut <-chan struct{}, 
 	if rl == nil {
 		return forwardPumps(client, server, cut, serverClosed), nil
 	}
-	p, err := rl.Add(client, server)
+	p, err := rl.Add(client, server, nil)
 	if err != nil {
 		return false, err
 	}

@@ -19,6 +19,7 @@ var pendBufs = sync.Pool{New: func() any { b := make([]byte, 0, bufSize); return
 // that they are read-only (Err).
 type Pair struct {
 	l                 *loop
+	ev                Events // may be nil
 	done, serverEnded chan struct{}
 	cut               bool // under l.mu: Cut was asked
 
@@ -27,6 +28,7 @@ type Pair struct {
 	// take yet; while it is not nil the other side is not read.
 	pend     [2]*[]byte
 	interest [2]uint32 // what the set reports for each side now
+	out      [2]bool   // side's socket is out of the set (leaveSet)
 	eof      [2]bool   // side i sent EOF (and the other side was half-closed)
 	// clientEnded: the client's side stopped reading (EOF or an error);
 	// serverFirst: the server's ended before it.
@@ -47,6 +49,13 @@ func (p *Pair) ServerEnded() <-chan struct{} { return p.serverEnded }
 // Err is, once Done is closed, the first error that ended the pair: nil
 // when both sides sent EOF, after Cut and after the Relay's Close.
 func (p *Pair) Err() error { return p.err }
+
+// notifyEnded calls Events.Ended, once, after done is closed.
+func (p *Pair) notifyEnded() {
+	if p.ev != nil {
+		p.ev.Ended(p.err)
+	}
+}
 
 // Cut ends the pair: the loop closes both sockets, then Done is closed. It
 // returns at once; calling it again, or after the end, does nothing.
@@ -74,10 +83,18 @@ func (p *Pair) handle(l *loop, side int, events uint32) bool {
 	}
 	if p.pend[other] != nil || p.eof[side] {
 		// Not read now. An error or a hangup is reported whatever the
-		// interest and, level-triggered, at once again: the side is gone.
-		if events&(unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		// interest and, level-triggered, at every wait again.
+		switch {
+		case events&unix.EPOLLERR != 0, events&unix.EPOLLHUP != 0 && p.eof[side]:
 			p.readEnded(side, fmt.Errorf("relay: %s: %w", sideName[side], socketError(p.fd[side])))
 			return false
+		case events&unix.EPOLLHUP != 0:
+			// Both directions of the socket are shut: its peer's FIN
+			// came after the half-close passed on to it. What it sent
+			// before may still wait to be read once the other side has
+			// taken what is pending, so the socket leaves the set until
+			// then (update puts it back).
+			return p.leaveSet(l, side)
 		}
 		return true
 	}
@@ -106,6 +123,9 @@ func (p *Pair) readEnded(side int, err error) {
 	if side == 1 && !p.clientEnded && !p.serverFirst {
 		p.serverFirst = true
 		close(p.serverEnded)
+		if p.ev != nil {
+			p.ev.ServerEnded()
+		}
 	}
 	if side == 0 {
 		p.clientEnded = true
@@ -197,16 +217,33 @@ func (p *Pair) update(l *loop) bool {
 		if p.pend[side] != nil {
 			ev |= unix.EPOLLOUT
 		}
-		if ev == p.interest[side] {
+		op := unix.EPOLL_CTL_MOD
+		switch {
+		case p.out[side] && ev == 0:
+			continue
+		case p.out[side]:
+			op = unix.EPOLL_CTL_ADD
+		case ev == p.interest[side]:
 			continue
 		}
-		if err := rawio.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, p.fd[side], &unix.EpollEvent{Events: ev, Fd: int32(p.fd[side])}); err != nil {
-			p.fail(fmt.Errorf("relay: epoll_ctl mod: %w", err))
+		if err := rawio.EpollCtl(l.epfd, op, p.fd[side], &unix.EpollEvent{Events: ev, Fd: int32(p.fd[side])}); err != nil {
+			p.fail(fmt.Errorf("relay: epoll_ctl: %w", err))
 			return false
 		}
-		p.interest[side] = ev
+		p.interest[side], p.out[side] = ev, false
 		l.more = true
 	}
+	return true
+}
+
+// leaveSet takes side's socket out of the set (a hung-up socket that may
+// not be read yet); update puts it back.
+func (p *Pair) leaveSet(l *loop, side int) bool {
+	if err := rawio.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, p.fd[side], nil); err != nil {
+		p.fail(fmt.Errorf("relay: epoll_ctl del: %w", err))
+		return false
+	}
+	p.interest[side], p.out[side] = 0, true
 	return true
 }
 

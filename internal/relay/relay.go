@@ -7,3 +7,14 @@ var ErrUnsupported = errors.New("relay: event loops need Linux epoll")
 
 // ErrClosed: Add after Close.
 var ErrClosed = errors.New("relay: closed")
+
+// Events hears of a pair's end, on the goroutine of the loop that serves
+// it, so each call must return at once and must not block on anything the
+// loop's other pairs wait for; it may call Cut on any pair (the loop holds
+// none of its locks during these calls). ServerEnded comes first if at all,
+// as the pair's ServerEnded channel is closed; Ended once, after Done is
+// closed, with Err's error.
+type Events interface {
+	ServerEnded()
+	Ended(err error)
+}

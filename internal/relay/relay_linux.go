@@ -47,10 +47,11 @@ func New(n int) (*Relay, error) {
 
 // Add takes client and server over and starts moving bytes between them.
 // Whatever happens, the caller must not use either connection again: on an
-// error both are closed.
-func (r *Relay) Add(client, server *net.TCPConn) (*Pair, error) {
+// error both are closed. ev (may be nil) hears of the pair's end on the
+// loop's goroutine (see Events); it is not called when Add fails.
+func (r *Relay) Add(client, server *net.TCPConn, ev Events) (*Pair, error) {
 	l := r.loops[int(r.next.Add(1)-1)%len(r.loops)]
-	return l.add(client, server)
+	return l.add(client, server, ev)
 }
 
 // Close ends every pair (Err nil, as after Cut), stops the loops and waits
@@ -74,6 +75,7 @@ type loop struct {
 	pairs  []*Pair // by descriptor
 	cuts   []*Pair // Cut asked, not yet dropped
 	closed bool
+	ended  []*Pair // woken's scratch, owned by run's goroutine
 
 	buf    []byte
 	events []unix.EpollEvent
@@ -194,14 +196,21 @@ func (l *loop) dispatch(events []unix.EpollEvent) bool {
 func (l *loop) woken() bool {
 	var b [8]byte
 	_, _ = rawio.ReadFD(uintptr(l.wakeFD), b[:])
+	ended := l.ended[:0]
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	for i, p := range l.cuts {
-		l.dropLocked(p)
+		if l.dropLocked(p) {
+			ended = append(ended, p)
+		}
 		l.cuts[i] = nil
 	}
 	l.cuts = l.cuts[:0]
-	return !l.closed
+	closed := l.closed
+	l.mu.Unlock()
+	notifyEnded(ended)
+	clear(ended)
+	l.ended = ended[:0]
+	return !closed
 }
 
 // kick makes the loop serve the eventfd.
@@ -223,14 +232,14 @@ func (l *loop) stop() {
 // add takes the descriptors of client and server over (close-on-exec dups;
 // the net.Conns are closed, so the netpoller no longer watches them) and
 // adds both to the set, readable.
-func (l *loop) add(client, server *net.TCPConn) (*Pair, error) {
+func (l *loop) add(client, server *net.TCPConn, ev Events) (*Pair, error) {
 	cfd, cerr := takeFD(client)
 	sfd, serr := takeFD(server)
 	if err := errors.Join(cerr, serr); err != nil {
 		closeFDs(cfd, sfd)
 		return nil, fmt.Errorf("relay: take sockets: %w", err)
 	}
-	p := &Pair{l: l, fd: [2]int{cfd, sfd}, done: make(chan struct{}), serverEnded: make(chan struct{})}
+	p := &Pair{l: l, ev: ev, fd: [2]int{cfd, sfd}, done: make(chan struct{}), serverEnded: make(chan struct{})}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -280,30 +289,45 @@ func closeFDs(fds ...int) {
 
 // dropAll closes every pair; run's last step.
 func (l *loop) dropAll() {
+	var ended []*Pair
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.closed = true
 	for _, p := range l.pairs {
-		if p != nil {
-			l.dropLocked(p)
+		if p != nil && l.dropLocked(p) {
+			ended = append(ended, p)
 		}
 	}
 	clear(l.cuts)
 	l.cuts = nil
+	l.mu.Unlock()
+	notifyEnded(ended)
 }
 
 func (l *loop) drop(p *Pair) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.dropLocked(p)
+	dropped := l.dropLocked(p)
+	l.mu.Unlock()
+	if dropped {
+		p.notifyEnded()
+	}
+}
+
+// notifyEnded tells the Events of pairs just dropped, with mu not held:
+// an Events may take its own locks, under which it calls Cut.
+func notifyEnded(ps []*Pair) {
+	for _, p := range ps {
+		p.notifyEnded()
+	}
 }
 
 // dropLocked closes both sockets of p (closing the last descriptor of a
 // socket takes it out of the set), frees their slots and what p holds, and
-// closes done; mu held, on run's goroutine or before p was published.
-func (l *loop) dropLocked(p *Pair) {
+// closes done; mu held, on run's goroutine or before p was published. It
+// reports whether p was dropped now (the caller then tells p's Events, once
+// mu is released).
+func (l *loop) dropLocked(p *Pair) bool {
 	if p.gone {
-		return
+		return false
 	}
 	p.gone = true
 	for side, fd := range p.fd {
@@ -314,4 +338,5 @@ func (l *loop) dropLocked(p *Pair) {
 		p.releasePend(side)
 	}
 	close(p.done)
+	return true
 }

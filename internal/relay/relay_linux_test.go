@@ -53,7 +53,7 @@ func startPair(t testing.TB, r *Relay) *relayed {
 	t.Helper()
 	client, proxyIn := tcpPair(t)
 	proxyOut, server := tcpPair(t)
-	p, err := r.Add(proxyIn, proxyOut)
+	p, err := r.Add(proxyIn, proxyOut, nil)
 	require.NoError(t, err)
 	return &relayed{client: client, server: server, p: p}
 }
@@ -109,6 +109,44 @@ func TestRelayBytes(t *testing.T) {
 			require.False(t, ended(f.p.ServerEnded()), "the client ended first")
 		})
 	}
+}
+
+// TestRelayServerDoneWhileClientSlow: the client half-closes, the server
+// answers with more than the way to the client holds and closes; the
+// proxy's server socket is then hung up (both directions shut) while the
+// relay still holds bytes for the client and has not read the rest. No
+// byte may be lost: the pair waits for the client, then reads the server
+// to its end.
+func TestRelayServerDoneWhileClientSlow(t *testing.T) {
+	r := newRelay(t, 1)
+	client, proxyIn := tcpPair(t)
+	proxyOut, server := tcpPair(t)
+	// The way to the client holds little; the way from the server holds
+	// all of the answer, so the server's writes and close complete.
+	require.NoError(t, proxyIn.SetWriteBuffer(16<<10))
+	require.NoError(t, client.SetReadBuffer(16<<10))
+	require.NoError(t, proxyOut.SetReadBuffer(4<<20))
+	require.NoError(t, server.SetWriteBuffer(4<<20))
+	p, err := r.Add(proxyIn, proxyOut, nil)
+	require.NoError(t, err)
+	require.NoError(t, client.CloseWrite())
+	_ = server.SetReadDeadline(time.Now().Add(waitFor))
+	_, err = server.Read(make([]byte, 1))
+	require.ErrorIs(t, err, io.EOF, "the client's half-close reaches the server")
+	want := make([]byte, 1<<20)
+	_, _ = rand.Read(want)
+	_ = server.SetWriteDeadline(time.Now().Add(waitFor))
+	_, err = server.Write(want)
+	require.NoError(t, err)
+	require.NoError(t, server.Close())
+	require.Never(t, func() bool { return ended(p.Done()) }, 300*time.Millisecond, 10*time.Millisecond,
+		"the pair ended while the client had not read the answer")
+	_ = client.SetReadDeadline(time.Now().Add(waitFor))
+	got, err := io.ReadAll(client)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got), "%d bytes arrived of %d", len(got), len(want))
+	waitDone(t, p)
+	require.NoError(t, p.Err())
 }
 
 // TestRelayManyPairs: pairs on a few loops do not mix bytes up; each
@@ -326,7 +364,7 @@ func TestRelayCloseEndsPairs(t *testing.T) {
 		require.ErrorIs(t, err, io.EOF)
 	}
 	a, b := tcpPair(t)
-	_, err = r.Add(a, b)
+	_, err = r.Add(a, b, nil)
 	require.ErrorIs(t, err, ErrClosed)
 	_, err = a.Write([]byte("x"))
 	require.ErrorIs(t, err, net.ErrClosed, "Add closed the connection it could not take")
@@ -414,3 +452,100 @@ func BenchmarkRelayRoundTrip(b *testing.B) {
 	_ = f.client.Close()
 	<-done
 }
+
+// recorder is an Events that records its calls, in order.
+type recorder struct {
+	mu    sync.Mutex
+	calls []string
+	errs  []error
+	ended chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{ended: make(chan struct{})} }
+
+func (r *recorder) ServerEnded() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, "server ended")
+}
+
+func (r *recorder) Ended(err error) {
+	r.mu.Lock()
+	r.calls = append(r.calls, "ended")
+	r.errs = append(r.errs, err)
+	r.mu.Unlock()
+	close(r.ended) // a second call panics
+}
+
+func (r *recorder) wait(t *testing.T) ([]string, error) {
+	t.Helper()
+	select {
+	case <-r.ended:
+	case <-time.After(waitFor):
+		t.Fatal("no Ended")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls, r.errs[0]
+}
+
+// TestRelayEvents: an Events hears of a server that ends first and then of
+// the end, once, with the pair's error; after Cut and the relay's Close it
+// hears of the end with none. Ended may Cut other pairs.
+func TestRelayEvents(t *testing.T) {
+	add := func(t *testing.T, r *Relay, ev Events) *relayed {
+		client, proxyIn := tcpPair(t)
+		proxyOut, server := tcpPair(t)
+		p, err := r.Add(proxyIn, proxyOut, ev)
+		require.NoError(t, err)
+		return &relayed{client: client, server: server, p: p}
+	}
+	r := newRelay(t, 1)
+	t.Run("server resets", func(t *testing.T) {
+		rec := newRecorder()
+		f := add(t, r, rec)
+		require.NoError(t, f.server.SetLinger(0))
+		require.NoError(t, f.server.Close())
+		calls, err := rec.wait(t)
+		require.Equal(t, []string{"server ended", "ended"}, calls)
+		require.ErrorIs(t, err, syscall.ECONNRESET)
+		require.True(t, ended(f.p.Done()), "Done is closed before Ended")
+	})
+	t.Run("client closes, then the server", func(t *testing.T) {
+		rec := newRecorder()
+		f := add(t, r, rec)
+		require.NoError(t, f.client.Close())
+		_ = f.server.SetReadDeadline(time.Now().Add(waitFor))
+		_, err := f.server.Read(make([]byte, 1))
+		require.ErrorIs(t, err, io.EOF)
+		require.NoError(t, f.server.Close())
+		calls, err := rec.wait(t)
+		require.Equal(t, []string{"ended"}, calls)
+		require.NoError(t, err)
+	})
+	t.Run("cut from Ended", func(t *testing.T) {
+		other := newRecorder()
+		o := add(t, r, other)
+		f := add(t, r, &cutter{p: o.p})
+		f.p.Cut()
+		calls, err := other.wait(t)
+		require.Equal(t, []string{"ended"}, calls)
+		require.NoError(t, err)
+	})
+	t.Run("relay closes", func(t *testing.T) {
+		r2, err := New(1)
+		require.NoError(t, err)
+		rec := newRecorder()
+		add(t, r2, rec)
+		r2.Close()
+		calls, err := rec.wait(t)
+		require.Equal(t, []string{"ended"}, calls)
+		require.NoError(t, err)
+	})
+}
+
+// cutter cuts p when its own pair ends.
+type cutter struct{ p *Pair }
+
+func (c *cutter) ServerEnded()  {}
+func (c *cutter) Ended(_ error) { c.p.Cut() }

@@ -14,7 +14,7 @@ type Pair struct{}
 func New(int) (*Relay, error) { return nil, ErrUnsupported }
 
 // Add closes both connections and returns ErrUnsupported.
-func (*Relay) Add(client, server *net.TCPConn) (*Pair, error) {
+func (*Relay) Add(client, server *net.TCPConn, _ Events) (*Pair, error) {
 	_ = client.Close()
 	_ = server.Close()
 	return nil, ErrUnsupported
