@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/doorman-go/doorman/internal/patroni"
+	"github.com/doorman-go/doorman/internal/relay"
 )
 
 // backend is one host:port of a port, with the connections open to it.
@@ -22,6 +23,7 @@ type backend struct {
 	member string
 	role   patroni.Role
 	active int
+	conns  map[*conn]struct{} // open on the relay (attach to detach)
 }
 
 func newBackend(t Target) *backend {
@@ -122,6 +124,66 @@ func (s *portState) release(b *backend) {
 	}
 }
 
+// cutLocked closes b's epoch and cuts its connections on the relay; the
+// port's mu held (Pair.Cut only asks the loop, it never waits).
+func (b *backend) cutLocked() {
+	close(b.cut)
+	for c := range b.conns {
+		c.cut = true
+		if c.pair != nil {
+			c.pair.Cut()
+		}
+	}
+}
+
+// attach puts c in its backend's set of relayed connections, unless the
+// backend was cut already (false).
+func (s *portState) attach(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-c.b.cut:
+		return false
+	default:
+	}
+	if c.b.conns == nil {
+		c.b.conns = map[*conn]struct{}{}
+	}
+	c.b.conns[c] = struct{}{}
+	return true
+}
+
+// setPair records c's pair, and cuts it if the backend was cut since
+// attach.
+func (s *portState) setPair(c *conn, p *relay.Pair) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.pair = p
+	if c.cut {
+		p.Cut()
+	}
+}
+
+// detach takes c out of its backend's set and uncounts it; it reports
+// whether c was cut.
+func (s *portState) detach(c *conn) (wasCut bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(c.b.conns, c)
+	c.b.active--
+	if c.b.active < 0 {
+		panic("BUG: backend active count below zero")
+	}
+	return c.cut
+}
+
+// wasCut reports whether c's backend was cut while c was open.
+func (s *portState) wasCut(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c.cut
+}
+
 // cutNote describes backends cut by apply, for logs and metrics.
 type cutNote struct {
 	addr, member string
@@ -148,7 +210,7 @@ func (s *portState) apply(plan Plan, fetchedAt time.Time) (cuts []cutNote, prevR
 			continue
 		}
 		b.reason = plan.CutReason(addr)
-		close(b.cut)
+		b.cutLocked()
 		delete(s.backends, addr)
 		cuts = append(cuts, cutNote{addr: addr, member: b.member, reason: b.reason, active: b.active})
 	}
@@ -176,7 +238,7 @@ func (s *portState) cutAll(reason Reason) {
 	s.broadcastLocked()
 	for addr, b := range s.backends {
 		b.reason = reason
-		close(b.cut)
+		b.cutLocked()
 		delete(s.backends, addr)
 	}
 	s.eligible = nil

@@ -22,9 +22,11 @@
 // four CPUs, at least one, started by Start and stopped by Shutdown after
 // the last connection): no goroutine per direction, EOF passed on as a
 // half-close, at most one 32 KiB read held per direction while a peer does
-// not take it. The goroutine that routed a connection waits for its end or
-// its cut. Where the system has no epoll, a pump per direction copies with
-// raw read and write system calls instead.
+// not take it. No goroutine waits for a relayed connection (conn.go): the
+// loop reports its end (relay.Events), and a backend's cut reaches it
+// through the backend's set of connections. Where the system has no epoll,
+// a pump per direction copies with raw read and write system calls instead,
+// and the goroutine that routed the connection waits for its end.
 //
 // A leader restarting in place (same member, leader key kept) is confirmed
 // before /cluster says running once its own /patroni relays a live query

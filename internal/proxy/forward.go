@@ -9,54 +9,17 @@ import (
 	"syscall"
 
 	"github.com/doorman-go/doorman/internal/rawio"
-	"github.com/doorman-go/doorman/internal/relay"
 )
 
-// forward moves bytes both ways between client and server until both
-// directions have ended or cut is closed, and closes both connections, on
-// one of rl's event loops (internal/relay), or with a pump per direction
-// when rl is nil (systems without epoll). It reports whether the connection
-// ended because cut was closed. serverClosed (may be nil) is called, on
-// this goroutine and at once, when the server's side ends before the
-// client's and before any cut: the server closed it. An error means that
-// rl could not take the connections over; both are closed then.
-func forward(rl *relay.Relay, client, server *net.TCPConn, cut <-chan struct{}, serverClosed func()) (wasCut bool, err error) {
-	if rl == nil {
-		return forwardPumps(client, server, cut, serverClosed), nil
-	}
-	p, err := rl.Add(client, server, nil)
-	if err != nil {
-		return false, err
-	}
-	ended := p.ServerEnded()
-	for {
-		select {
-		case <-p.Done():
-			if ended != nil && !wasCut && serverClosed != nil {
-				select {
-				case <-ended:
-					serverClosed()
-				default:
-				}
-			}
-			return wasCut, nil
-		case <-ended:
-			ended = nil
-			if !wasCut && serverClosed != nil {
-				serverClosed()
-			}
-		case <-cut:
-			cut = nil
-			wasCut = true
-			p.Cut()
-		}
-	}
-}
-
-// forwardPumps is forward without event loops: each direction is a pump
-// (see there) on its own goroutine. A clean EOF in one direction is passed
-// on as a half-close (CloseWrite); an error in either direction aborts
-// both. "Before the client's" is decided by when the client's side stopped
+// forwardPumps copies bytes both ways between client and server until both
+// directions have ended or cut is closed, and closes both connections: how
+// a connection is forwarded where there is no relay (no epoll). Each
+// direction is a pump (see there) on its own goroutine. A clean EOF in one
+// direction is passed on as a half-close (CloseWrite); an error in either
+// direction aborts both. It reports whether the connection ended because
+// cut was closed. serverClosed (may be nil) is called, on this goroutine
+// and at once, when the server's side ends before the client's and before
+// any cut: the server closed it. "Before the client's" is decided by when the client's side stopped
 // reading, not by which direction reports first: a client's FIN passed on
 // as a half-close makes the server end its side too, and that end may
 // reach errc before the client direction's report does.

@@ -11,8 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
-
-	"github.com/doorman-go/doorman/internal/relay"
 )
 
 // tcpPair returns both ends of a loopback TCP connection.
@@ -38,36 +36,21 @@ func tcpPair(t *testing.T) (a, b *net.TCPConn) {
 	return a, b
 }
 
-// forwarded is a client and a server end with forward running between
-// the proxy's two connections; done reports forward's end.
+// forwarded is a client and a server end with forwardPumps running between
+// the proxy's two connections; done reports its end.
 type forwarded struct {
 	client, server *net.TCPConn
 	cut            chan struct{}
 	done           chan bool
 }
 
-func startForward(t *testing.T, rl *relay.Relay) *forwarded {
+func startForward(t *testing.T) *forwarded {
 	t.Helper()
 	client, proxyIn := tcpPair(t)
 	proxyOut, server := tcpPair(t)
 	f := &forwarded{client: client, server: server, cut: make(chan struct{}), done: make(chan bool, 1)}
-	go func() {
-		wasCut, err := forward(rl, proxyIn, proxyOut, f.cut, nil)
-		if err != nil {
-			t.Errorf("forward: %v", err)
-		}
-		f.done <- wasCut
-	}()
+	go func() { f.done <- forwardPumps(proxyIn, proxyOut, f.cut, nil) }()
 	return f
-}
-
-// forwarders are forward's two ways: an event loop (Linux) and pumps.
-func forwarders(t *testing.T) map[string]*relay.Relay {
-	t.Helper()
-	rl, err := relay.New(1)
-	require.NoError(t, err)
-	t.Cleanup(rl.Close)
-	return map[string]*relay.Relay{"event loop": rl, "pumps": nil}
 }
 
 // TestForwardBytes: what the client sends reaches the server unchanged and
@@ -75,15 +58,13 @@ func forwarders(t *testing.T) map[string]*relay.Relay {
 // half-close of one side reaches the other while the other direction
 // still works.
 func TestForwardBytes(t *testing.T) {
-	for name, rl := range forwarders(t) {
-		for _, size := range []int{1, 100, pumpBufSize - 1, pumpBufSize, pumpBufSize + 1, 1 << 20} {
-			t.Run(fmt.Sprintf("%s/%d bytes", name, size), func(t *testing.T) { forwardBytes(t, rl, size) })
-		}
+	for _, size := range []int{1, 100, pumpBufSize - 1, pumpBufSize, pumpBufSize + 1, 1 << 20} {
+		t.Run(fmt.Sprintf("%d bytes", size), func(t *testing.T) { forwardBytes(t, size) })
 	}
 }
 
-func forwardBytes(t *testing.T, rl *relay.Relay, size int) {
-	f := startForward(t, rl)
+func forwardBytes(t *testing.T, size int) {
+	f := startForward(t)
 	up, down := make([]byte, size), make([]byte, size)
 	_, _ = rand.Read(up)
 	_, _ = rand.Read(down)
@@ -113,13 +94,7 @@ func forwardBytes(t *testing.T, rl *relay.Relay, size int) {
 // TestForwardCut: closing cut ends forward at once, both connections
 // closed, even while a direction waits for a reader that never reads.
 func TestForwardCut(t *testing.T) {
-	for name, rl := range forwarders(t) {
-		t.Run(name, func(t *testing.T) { forwardCut(t, rl) })
-	}
-}
-
-func forwardCut(t *testing.T, rl *relay.Relay) {
-	f := startForward(t, rl)
+	f := startForward(t)
 	// The server never reads: the proxy's write to it fills the socket
 	// buffers and waits. Cut once the server's receive queue holds the
 	// first 64 KiB: the pump is forwarding into a socket nobody reads.

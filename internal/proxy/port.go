@@ -172,28 +172,11 @@ func (p *port) handle(client *net.TCPConn) {
 
 func (p *port) run(spec PortSpec, client, server *net.TCPConn, b *backend) {
 	m := p.env.metrics
-	g := m.Connections.WithLabelValues(spec.Cluster, spec.Name, b.addr)
-	g.Inc()
+	c := &conn{port: p, spec: spec, b: b, client: client.RemoteAddr(), start: time.Now(),
+		gauge: m.Connections.WithLabelValues(spec.Cluster, spec.Name, b.addr)}
+	c.gauge.Inc()
 	m.ConnectionsTotal.WithLabelValues(spec.Cluster, spec.Name, b.addr).Inc()
-	start := time.Now()
-	wasCut, err := forward(p.env.relay, client, server, b.cut, func() {
-		if p.state.roleOf(b) == patroni.RoleLeader {
-			p.env.suspect(spec.Cluster, TriggerServerClosed)
-		}
-	})
-	g.Dec()
-	if err != nil {
-		m.RelayErrors.WithLabelValues(spec.Cluster, spec.Name).Inc()
-		p.env.log.Warn("connection closed: the event loop could not take it", zap.String("cluster", spec.Cluster),
-			zap.String("port", spec.Name), zap.String("backend", b.addr), zap.Error(err))
-	}
-	p.state.release(b)
-	if wasCut {
-		m.Cut.WithLabelValues(spec.Cluster, spec.Name, string(b.reason)).Inc()
-		p.env.log.Debug("connection cut", zap.String("cluster", spec.Cluster), zap.String("port", spec.Name),
-			zap.String("backend", b.addr), zap.String("reason", string(b.reason)),
-			zap.Stringer("client", client.RemoteAddr()), zap.Duration("duration", time.Since(start)))
-	}
+	c.forward(client, server)
 }
 
 func (p *port) dial(addr string) (*net.TCPConn, error) {
