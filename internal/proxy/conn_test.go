@@ -1,11 +1,13 @@
 package proxy
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/doorman-go/doorman/internal/patroni"
 	"github.com/doorman-go/doorman/internal/relay"
 )
 
@@ -69,4 +71,22 @@ func TestRelayedConnCuts(t *testing.T) {
 	require.True(t, s.attach(ok))
 	require.False(t, s.detach(ok), "not cut")
 	require.Empty(t, b.conns)
+}
+
+// TestRelayedConnHasNoGoroutine: connections forwarded on the relay cost
+// the proxy no goroutine each (the echo backend, in the same process, has
+// one per connection). Not parallel: it counts the process's goroutines.
+func TestRelayedConnHasNoGoroutine(t *testing.T) {
+	e := newEcho(t, "e")
+	h := newHarness(t, ports("master", roles(leader)), e.member(patroni.RoleLeader))
+	connect(t, h.addr("master")).alive()
+	h.backendCounts("master", 1)
+	before := runtime.NumGoroutine()
+	const n = 50
+	for range n {
+		connect(t, h.addr("master")).alive()
+	}
+	h.backendCounts("master", n+1)
+	require.Less(t, runtime.NumGoroutine()-before, n+n/2,
+		"%d connections: the echo backend's %d goroutines and no proxy goroutine per connection", n, n)
 }
