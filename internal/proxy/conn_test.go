@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"net"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,4 +91,46 @@ func TestRelayedConnHasNoGoroutine(t *testing.T) {
 	h.backendCounts("master", n+1)
 	require.Less(t, runtime.NumGoroutine()-before, n+n/2,
 		"%d connections: the echo backend's %d goroutines and no proxy goroutine per connection", n, n)
+}
+
+// TestHostileClientsLeaveNothing: clients that reset at once, reset in the
+// middle of a large write, send and vanish, or never read a large answer
+// (then reset) leave no connection counted, no server connection open (the
+// relay closes both sockets of a pair together, and only then reports the
+// end) and no damage to a client that keeps talking.
+func TestHostileClientsLeaveNothing(t *testing.T) {
+	t.Parallel()
+	e := newEcho(t, "e")
+	h := newHarness(t, ports("master", roles(leader)), e.member(patroni.RoleLeader))
+	good := connect(t, h.addr("master"))
+	good.alive()
+	h.backendCounts("master", 1)
+	reset := func(c net.Conn) {
+		require.NoError(t, c.(*net.TCPConn).SetLinger(0))
+		require.NoError(t, c.Close())
+	}
+	var wg sync.WaitGroup
+	for i := range 60 {
+		c := connect(t, h.addr("master"))
+		switch i % 4 {
+		case 0: // reset at once
+			reset(c.conn)
+		case 1: // reset in the middle of a large write
+			wg.Go(func() { _, _ = c.conn.Write(make([]byte, 4<<20)) })
+			reset(c.conn)
+		case 2: // send and close without waiting
+			_, _ = c.conn.Write([]byte("garbage\x00\xff\n"))
+			require.NoError(t, c.conn.Close())
+		case 3: // ask for a large echo, never read it, then reset
+			wg.Go(func() { _, _ = c.conn.Write(make([]byte, 1<<20)) })
+			require.Eventually(t, func() bool { return e.active.Load() > 1 }, waitFor, time.Millisecond)
+			reset(c.conn)
+		}
+		good.alive()
+	}
+	wg.Wait()
+	h.backendCounts("master", 1)
+	require.Eventually(t, func() bool { return e.active.Load() == 1 }, waitFor, time.Millisecond,
+		"server connections left open: %d", e.active.Load())
+	good.alive()
 }
