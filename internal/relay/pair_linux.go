@@ -30,11 +30,11 @@ type Pair struct {
 	interest [2]uint32 // what the set reports for each side now
 	out      [2]bool   // side's socket is out of the set (leaveSet)
 	eof      [2]bool   // side i sent EOF (and the other side was half-closed)
-	// clientEnded: the client's side stopped reading (EOF or an error);
-	// serverFirst: the server's ended before it.
-	clientEnded, serverFirst bool
-	gone                     bool
-	err                      error
+	// serverFirst: the server's side ended while the client's had not (a
+	// client's read error ends the pair, so eof[0] says whether it had).
+	serverFirst bool
+	gone        bool
+	err         error
 }
 
 // Done is closed once the pair is over and both sockets are closed.
@@ -120,15 +120,12 @@ var sideName = [2]string{"client", "server"}
 // readEnded records that side's reading ended, with err (nil: EOF); a
 // server that ends before the client is reported at once.
 func (p *Pair) readEnded(side int, err error) {
-	if side == 1 && !p.clientEnded && !p.serverFirst {
+	if side == 1 && !p.eof[0] && !p.serverFirst {
 		p.serverFirst = true
 		close(p.serverEnded)
 		if p.ev != nil {
 			p.ev.ServerEnded()
 		}
-	}
-	if side == 0 {
-		p.clientEnded = true
 	}
 	if err != nil && p.err == nil {
 		p.err = err

@@ -267,16 +267,7 @@ func (l *loop) add(client, server *net.TCPConn, ev Events) (*Pair, error) {
 // takeFD returns a close-on-exec dup of c's descriptor and closes c.
 func takeFD(c *net.TCPConn) (int, error) {
 	defer c.Close()
-	nfd := -1
-	var derr error
-	if err := rawio.Control(c, func(fd uintptr) { nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
-		return -1, err
-	}
-	if derr != nil {
-		return -1, derr
-	}
-	// The dup shares the open file description: non-blocking, as Go made it.
-	return nfd, nil
+	return rawio.DupFD(c)
 }
 
 func closeFDs(fds ...int) {

@@ -38,13 +38,9 @@ var errParkedSocketClosed = errors.New("parked client socket is closed")
 // non-blocking like nc's. The caller closes nc afterwards; that close does
 // not end the connection, since the dup holds the socket open.
 func dupSocket(nc net.Conn) (*parkedSocket, error) {
-	fd := -1
-	var derr error
-	if err := rawio.Control(nc, func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+	fd, err := rawio.DupFD(nc)
+	if err != nil {
 		return nil, err
-	}
-	if derr != nil {
-		return nil, derr
 	}
 	return &parkedSocket{fd: fd}, nil
 }

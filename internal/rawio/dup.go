@@ -1,0 +1,24 @@
+package rawio
+
+import (
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// DupFD returns a close-on-exec dup of nc's descriptor. The dup shares the
+// open file description, so it is non-blocking as Go made it, and it keeps
+// the socket open when nc is closed: closing nc afterwards takes the socket
+// out of Go's netpoller without ending the connection (idle parking, the
+// relay's loops).
+func DupFD(nc net.Conn) (int, error) {
+	fd := -1
+	var derr error
+	if err := Control(nc, func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return -1, err
+	}
+	if derr != nil {
+		return -1, derr
+	}
+	return fd, nil
+}
