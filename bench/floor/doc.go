@@ -6,7 +6,7 @@
 // PgBouncer and pg_doorman to show how much of pg_doorman's cost is the shape
 // and how much is the pooler's own work.
 //
-// Three shapes (Mode):
+// Four shapes (Mode):
 //   - ModeGoroutines: two goroutines per connection, one per direction, with
 //     internal/rawio's raw read and write calls under Go's netpoller, as
 //     pg_doorman's session and patroni_proxy's pump do;
@@ -16,7 +16,15 @@
 //   - ModeEpollNetpoller: event loops whose epoll set is itself waited for
 //     through Go's netpoller (internal/idlepark's trick), taking events with
 //     epoll_wait(0) and raw read and write calls, so no thread blocks in a
-//     system call: internal/relay, patroni_proxy's forwarding, itself.
+//     system call: internal/relay, patroni_proxy's forwarding, itself;
+//   - ModeTxPool: a transaction pooler reduced to its bones on one loop of
+//     the ModeEpollNetpoller kind (txpool_linux.go): it follows message
+//     boundaries (scanner), lends one of Config.PoolSize server connections
+//     to a client from its Query or Sync to the idle ReadyForQuery that
+//     answers it, and queues clients FIFO; clients log in through a server
+//     connection of their own (startup.go), which then joins the pool or is
+//     closed. It is what an event-loop pg_doorman would cost before any of
+//     its features: no statement rewriting, parameters, timeouts, TLS.
 //
 // Each event loop owns the connections it was given and its one read
 // buffer; bytes a peer does not take at once wait in a per-direction pending

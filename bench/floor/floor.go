@@ -20,10 +20,11 @@ const (
 	ModeGoroutines     Mode = "goroutines"
 	ModeEpollThread    Mode = "epoll-thread"
 	ModeEpollNetpoller Mode = "epoll-netpoller"
+	ModeTxPool         Mode = "txpool"
 )
 
 // Modes lists every Mode, in the order reports show them.
-var Modes = []Mode{ModeGoroutines, ModeEpollThread, ModeEpollNetpoller}
+var Modes = []Mode{ModeGoroutines, ModeEpollThread, ModeEpollNetpoller, ModeTxPool}
 
 // ParseMode returns the Mode named s.
 func ParseMode(s string) (Mode, error) {
@@ -32,30 +33,43 @@ func ParseMode(s string) (Mode, error) {
 			return m, nil
 		}
 	}
-	return "", fmt.Errorf("unknown forwarder mode %q (want goroutines, epoll-thread or epoll-netpoller)", s)
+	return "", fmt.Errorf("unknown forwarder mode %q (want goroutines, epoll-thread, epoll-netpoller or txpool)", s)
 }
 
 // copyBufSize is the read size of ModeGoroutines, as the event loops' buffer.
 const copyBufSize = 64 << 10
 
+// Config says how Serve forwards.
+type Config struct {
+	Mode Mode
+	// Loops is how many event loops ModeEpollThread and ModeEpollNetpoller
+	// run (at least one); the connections are dealt to them in turn.
+	// ModeTxPool runs one, which owns its pool.
+	Loops int
+	// PoolSize is how many server connections ModeTxPool keeps (at least
+	// one); the other modes give every client its own.
+	PoolSize int
+}
+
 // Serve accepts on ln and forwards every connection to target (a TCP
 // address) until ctx ends, then closes ln and every connection and returns
-// nil. loops is how many event loops the epoll modes run (at least one); the
-// connections are dealt to them in turn.
-func Serve(ctx context.Context, ln net.Listener, target string, mode Mode, loops int) error {
+// nil.
+func Serve(ctx context.Context, ln net.Listener, target string, cfg Config) error {
 	var (
 		fw  forwarder
 		err error
 	)
-	switch mode {
+	switch cfg.Mode {
 	case ModeGoroutines:
 		fw = newGoroutines()
 	case ModeEpollThread:
-		fw, err = newLoops(max(loops, 1))
+		fw, err = newLoops(max(cfg.Loops, 1))
 	case ModeEpollNetpoller:
-		fw, err = newRelayed(max(loops, 1))
+		fw, err = newRelayed(max(cfg.Loops, 1))
+	case ModeTxPool:
+		fw, err = newTxPool(max(cfg.PoolSize, 1))
 	default:
-		err = fmt.Errorf("unknown forwarder mode %q", mode)
+		err = fmt.Errorf("unknown forwarder mode %q", cfg.Mode)
 	}
 	if err != nil {
 		_ = ln.Close()
@@ -63,15 +77,24 @@ func Serve(ctx context.Context, ln net.Listener, target string, mode Mode, loops
 	}
 	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
 	defer stop()
-	var d net.Dialer
+	var (
+		d      net.Dialer
+		logins sync.WaitGroup
+	)
+	lg, _ := fw.(loginForwarder)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
+			logins.Wait()
 			fw.close()
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("accept: %w", err)
+		}
+		if lg != nil {
+			logins.Go(func() { lg.login(ctx, c.(*net.TCPConn), target) })
+			continue
 		}
 		s, err := d.DialContext(ctx, "tcp", target)
 		if err != nil {
@@ -87,6 +110,13 @@ func Serve(ctx context.Context, ln net.Listener, target string, mode Mode, loops
 type forwarder interface {
 	add(client, server *net.TCPConn)
 	close()
+}
+
+// loginForwarder is a forwarder that reads the client's startup packet
+// before it connects to target (ModeTxPool).
+type loginForwarder interface {
+	forwarder
+	login(ctx context.Context, client *net.TCPConn, target string)
 }
 
 // relayed is ModeEpollNetpoller: patroni_proxy's event loops

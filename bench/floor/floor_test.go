@@ -67,7 +67,7 @@ func startForwarder(t *testing.T, mode Mode, target string) string {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ln, target, mode, 2) }()
+	go func() { done <- Serve(ctx, ln, target, Config{Mode: mode, Loops: 2, PoolSize: 2}) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -79,6 +79,10 @@ func startForwarder(t *testing.T, mode Mode, target string) string {
 	})
 	return ln.Addr().String()
 }
+
+// byteModes are the shapes that forward bytes they do not understand;
+// ModeTxPool speaks the protocol and has its own test (TestTxPool).
+var byteModes = []Mode{ModeGoroutines, ModeEpollThread, ModeEpollNetpoller}
 
 func TestParseMode(t *testing.T) {
 	t.Parallel()
@@ -97,7 +101,7 @@ func TestParseMode(t *testing.T) {
 // half-close; every byte comes back in order and the client then reads EOF.
 func TestForwardBothWays(t *testing.T) {
 	t.Parallel()
-	for _, mode := range Modes {
+	for _, mode := range byteModes {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
 			target, _ := echoServer(t)
@@ -158,7 +162,7 @@ func roundTrip(addr string, size int, seed uint64) error {
 // the forwarder close the server side, in every shape.
 func TestClientResetClosesServer(t *testing.T) {
 	t.Parallel()
-	for _, mode := range Modes {
+	for _, mode := range byteModes {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
 			target, conns := echoServer(t)
@@ -211,7 +215,7 @@ func TestUnreachableTarget(t *testing.T) {
 // the set again for it.
 func TestEOFRightAfterData(t *testing.T) {
 	t.Parallel()
-	for _, mode := range Modes {
+	for _, mode := range byteModes {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
 			target := server(t, func(c net.Conn) {

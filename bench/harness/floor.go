@@ -20,6 +20,11 @@ const FloorLoops = 1
 // floorClients is the client count of the floor section's runs.
 const floorClients = 10
 
+// pooledClients is the client count of the floor section's second table:
+// PgBouncer, pg_doorman and the txpool forwarder only, since the other
+// forwarders would need a PostgreSQL connection per client.
+const pooledClients = 400
+
 // ForwarderSubcommand is the first argument that makes benchrun a bare
 // forwarder (bench/floor) instead of the benchmark: the floor section
 // starts its own executable with it, so that each forwarder is a process
@@ -32,6 +37,11 @@ type FloorReport struct {
 	Cases   []CaseResult
 	Targets []string // PgBouncer, pg_doorman, then one per forwarder mode
 	Loops   int
+	// Pooled is pooledClients clients through PgBouncer, pg_doorman and
+	// the txpool forwarder (PooledTargets), on pools of PoolSize.
+	Pooled        []CaseResult
+	PooledTargets []string
+	PoolSize      int
 }
 
 // floorTarget names the forwarder of mode in the report.
@@ -56,6 +66,7 @@ func runFloor(ctx context.Context, s Settings, cfg poolerConfig, rn *runner) (re
 	}
 	defer func() { err = errors.Join(err, bouncer.proc.stop()) }()
 	targets := []target{poolerTarget(TargetPgBouncer, bouncer, benchDB), poolerTarget(TargetDoorman, doorman, benchDB)}
+	pooled := []target{targets[0], targets[1]} // and the txpool forwarder
 	for _, m := range floor.Modes {
 		fw, err := startForwarder(ctx, self, m, cfg)
 		if err != nil {
@@ -64,17 +75,28 @@ func runFloor(ctx context.Context, s Settings, cfg poolerConfig, rn *runner) (re
 		defer func() { err = errors.Join(err, fw.proc.stop()) }()
 		// Through a forwarder pgbench logs in to PostgreSQL itself: its
 		// pg_hba asks for SCRAM on 127.0.0.1 as it does of the poolers.
-		targets = append(targets, poolerTarget(floorTarget(m), fw, benchDB))
+		t := poolerTarget(floorTarget(m), fw, benchDB)
+		targets = append(targets, t)
+		if m == floor.ModeTxPool {
+			pooled = append(pooled, t)
+		}
 	}
 	for _, t := range targets {
 		rep.Targets = append(rep.Targets, t.name)
 	}
-	rep.Loops = FloorLoops
+	for _, t := range pooled {
+		rep.PooledTargets = append(rep.PooledTargets, t.name)
+	}
+	rep.Loops, rep.PoolSize = FloorLoops, cfg.poolSize
 	cases := []Case{
 		{Script: ScriptSelectOnly, Mode: "simple", Clients: floorClients},
 		{Script: ScriptSelectOnly, Mode: "extended", Clients: floorClients},
 	}
-	rep.Cases, err = rn.runCases(ctx, cases, targets, s.Rounds)
+	if rep.Cases, err = rn.runCases(ctx, cases, targets, s.Rounds); err != nil {
+		return rep, err
+	}
+	cases = []Case{{Script: ScriptSelectOnly, Mode: "simple", Clients: pooledClients}}
+	rep.Pooled, err = rn.runCases(ctx, cases, pooled, s.Rounds)
 	return rep, err
 }
 
@@ -87,7 +109,8 @@ func startForwarder(ctx context.Context, self string, m floor.Mode, cfg poolerCo
 	}
 	proc, err := startProcess("forwarder "+string(m), filepath.Join(cfg.dir, "forwarder-"+string(m)+".log"), nil, self,
 		ForwarderSubcommand, "-listen", "127.0.0.1:"+strconv.Itoa(port),
-		"-target", "127.0.0.1:"+strconv.Itoa(cfg.pgPort), "-mode", string(m), "-loops", strconv.Itoa(FloorLoops))
+		"-target", "127.0.0.1:"+strconv.Itoa(cfg.pgPort), "-mode", string(m), "-loops", strconv.Itoa(FloorLoops),
+		"-pool", strconv.Itoa(cfg.poolSize))
 	if err != nil {
 		return nil, err
 	}

@@ -13,8 +13,9 @@ func renderFloor(b *strings.Builder, r Report) {
 		return
 	}
 	fmt.Fprintf(b, "## 7. The floor: forwarding alone\n\n")
-	fmt.Fprintf(b, "`pgbench -b select-only -c %d` through PgBouncer, pg_doorman and three bare TCP forwarders (`bench/floor`, each its own process: benchrun started as `benchrun %s`) that understand nothing of the protocol and give each client its own PostgreSQL connection, interleaved, %d round(s), after section 6. The forwarders make the same reads and writes per transaction as a pooler, so their cost is the floor of each I/O shape: ", floorClients, ForwarderSubcommand, r.Settings.Rounds)
-	fmt.Fprintf(b, "*goroutines* is pg_doorman's shape (a goroutine per direction, internal/rawio's raw reads and writes, Go's netpoller waiting); *epoll-thread* is an event loop blocking its OS thread in epoll_wait, as PgBouncer's does; *epoll-netpoller* is an event loop whose epoll set is waited for through Go's netpoller and read with epoll_wait(0): internal/relay itself, patroni_proxy's forwarding (internal/idlepark waits the same way). The epoll forwarders run %d loop(s). CPU per transaction as in section 1, split into user and system time (/proc/PID/stat).\n\n", f.Loops)
+	fmt.Fprintf(b, "`pgbench -b select-only -c %d` through PgBouncer, pg_doorman and four forwarders (`bench/floor`, each its own process: benchrun started as `benchrun %s`), interleaved, %d round(s), after section 6. Three of them understand nothing of the protocol and give each client its own PostgreSQL connection; they make the same reads and writes per transaction as a pooler, so their cost is the floor of each I/O shape: ", floorClients, ForwarderSubcommand, r.Settings.Rounds)
+	fmt.Fprintf(b, "*goroutines* is pg_doorman's shape (a goroutine per direction, internal/rawio's raw reads and writes, Go's netpoller waiting); *epoll-thread* is an event loop blocking its OS thread in epoll_wait, as PgBouncer's does; *epoll-netpoller* is an event loop whose epoll set is waited for through Go's netpoller and read with epoll_wait(0): internal/relay itself, patroni_proxy's forwarding (internal/idlepark waits the same way). The epoll forwarders run %d loop(s). ", f.Loops)
+	fmt.Fprintf(b, "*txpool* is a transaction pooler reduced to its bones, on one loop of the epoll-netpoller kind: it follows the message boundaries of both directions, lends one of %d server connections to a client from its Query or Sync to the idle ReadyForQuery that answers it, and queues clients FIFO when none is free; each client logs in through a connection of its own, which joins the pool or is closed. It has no prepared-statement rewriting, parameter tracking, timeouts, limits, TLS, admin or metrics. CPU per transaction as in section 1, split into user and system time (/proc/PID/stat).\n\n", f.PoolSize)
 	b.WriteString("| -M | target | TPS | µs CPU/tx | user µs/tx | system µs/tx | CPU / PgBouncer's |\n|---|---|--:|--:|--:|--:|--:|\n")
 	for _, c := range f.Cases {
 		base := float64(c.CPUPerTx(TargetPgBouncer))
@@ -29,4 +30,18 @@ func renderFloor(b *strings.Builder, r Report) {
 	}
 	b.WriteString("\n")
 	renderFailures(b, f.Cases, f.Targets)
+	if len(f.Pooled) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "The same pooler processes with %d clients on pools of %d (-M simple; PgBouncer and pg_doorman as in section 3, the txpool forwarder beside them), interleaved, %d round(s); latency from pgbench -l, every transaction:\n\n", pooledClients, f.PoolSize, r.Settings.Rounds)
+	b.WriteString("| target | TPS | µs CPU/tx | CPU / PgBouncer's | p50 ms | p99 ms | p99 / p50 |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, c := range f.Pooled {
+		base := float64(c.CPUPerTx(TargetPgBouncer))
+		for _, t := range f.PooledTargets {
+			cpu, l := c.CPUPerTx(t), c.Latency(t)
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", t, tps(c.TPS(t)), micros(cpu), ratio(float64(cpu), base), ms(l.P50), ms(l.P99), spread(l))
+		}
+	}
+	b.WriteString("\n")
+	renderFailures(b, f.Pooled, f.PooledTargets)
 }

@@ -161,3 +161,44 @@ func TestRenderPreparedRounds(t *testing.T) {
 	r.Settings.Rounds = 3
 	require.Contains(t, Render(r), "## 2. -M prepared, 100 clients, pool 10\n\nInterleaved as section 1, 3 round(s);")
 }
+
+// TestRenderFloorPooled: the floor section's second table compares the
+// txpool forwarder's CPU and tail with PgBouncer's at pooledClients.
+func TestRenderFloorPooled(t *testing.T) {
+	t.Parallel()
+	r := testReport()
+	tx := floorTarget("txpool")
+	cpuRun := func(tps float64, n int, lat int64, cpu time.Duration) runResult {
+		res := run(tps, n, lat)
+		res.PoolerCPU = cpu
+		return res
+	}
+	r.Floor = FloorReport{
+		Cases: []CaseResult{{
+			Case: Case{Script: ScriptSelectOnly, Mode: "simple", Clients: floorClients},
+			Runs: map[string][]runResult{TargetPgBouncer: {cpuRun(100, 10, 1000, 200*time.Microsecond)}},
+		}},
+		Targets:       []string{TargetPgBouncer},
+		Loops:         1,
+		PoolSize:      40,
+		PooledTargets: []string{TargetPgBouncer, TargetDoorman, tx},
+		Pooled: []CaseResult{{
+			Case: Case{Script: ScriptSelectOnly, Mode: "simple", Clients: pooledClients},
+			Runs: map[string][]runResult{
+				TargetPgBouncer: {cpuRun(2000, 10, 1000, 200*time.Microsecond)},
+				TargetDoorman:   {cpuRun(2500, 10, 2000, 300*time.Microsecond)},
+				tx:              {cpuRun(2100, 10, 1000, 180*time.Microsecond)},
+			},
+		}},
+	}
+	md := Render(r)
+	for _, want := range []string{
+		"lends one of 40 server connections",
+		"with 400 clients on pools of 40",
+		"| pgbouncer | 2000 | 20.0 | 1.00 | 1.00 | 1.00 | 1.0 |",
+		"| pg_doorman | 2500 | 30.0 | 1.50 | 2.00 | 2.00 | 1.0 |",
+		"| forwarder, txpool | 2100 | 18.0 | 0.90 | 1.00 | 1.00 | 1.0 |",
+	} {
+		require.Contains(t, md, want)
+	}
+}

@@ -26,7 +26,10 @@
 // idle, and sysmon then polls every 20 µs for a while.
 //
 // EpollCtl and EpollWait0 (Linux) are the epoll calls of the event loops
-// that wait for an epoll set through the netpoller.
+// that wait for an epoll set through the netpoller; PolledEpoll is such a
+// set with its wait, its batches and an eventfd to wake it
+// (internal/relay's loops and bench/floor's txpool run on it;
+// internal/idlepark still waits its own way).
 //
 // ReadFD and WriteFD are the one raw call each, for code that runs its own
 // RawConn callbacks (patroni_proxy's pump takes its buffer only once the

@@ -110,7 +110,7 @@ func (p *Pair) handle(l *loop, side int, events uint32) bool {
 	case n == len(l.buf), events&(unix.EPOLLRDHUP|unix.EPOLLHUP) != 0:
 		// The socket may hold more: the rest of a full read, or the end
 		// of file after these bytes, which wakes nobody again.
-		l.more = true
+		l.set.More()
 	}
 	return p.write(l, other, l.buf[:n])
 }
@@ -223,12 +223,12 @@ func (p *Pair) update(l *loop) bool {
 		case ev == p.interest[side]:
 			continue
 		}
-		if err := rawio.EpollCtl(l.epfd, op, p.fd[side], &unix.EpollEvent{Events: ev, Fd: int32(p.fd[side])}); err != nil {
+		if err := l.set.Ctl(op, p.fd[side], ev); err != nil {
 			p.fail(fmt.Errorf("relay: epoll_ctl: %w", err))
 			return false
 		}
 		p.interest[side], p.out[side] = ev, false
-		l.more = true
+		l.set.More()
 	}
 	return true
 }
@@ -236,7 +236,7 @@ func (p *Pair) update(l *loop) bool {
 // leaveSet takes side's socket out of the set (a hung-up socket that may
 // not be read yet); update puts it back.
 func (p *Pair) leaveSet(l *loop, side int) bool {
-	if err := rawio.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, p.fd[side], nil); err != nil {
+	if err := l.set.Ctl(unix.EPOLL_CTL_DEL, p.fd[side], 0); err != nil {
 		p.fail(fmt.Errorf("relay: epoll_ctl del: %w", err))
 		return false
 	}

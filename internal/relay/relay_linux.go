@@ -4,11 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -64,12 +61,10 @@ func (r *Relay) Close() {
 }
 
 // loop is one event loop over one epoll set. run's goroutine owns buf,
-// events, batch, more and every added pair's sockets; mu guards pairs (the
+// batch and every added pair's sockets; mu guards pairs (the
 // descriptor-indexed table Add writes), cuts and closed.
 type loop struct {
-	epfd   int
-	wakeFD int      // eventfd in the set: Cut and stop write it
-	file   *os.File // epfd, waited for through the netpoller
+	set *rawio.PolledEpoll // its eventfd: Cut and stop write it
 
 	mu     sync.Mutex
 	pairs  []*Pair // by descriptor
@@ -77,77 +72,25 @@ type loop struct {
 	closed bool
 	ended  []*Pair // woken's scratch, owned by run's goroutine
 
-	buf    []byte
-	events []unix.EpollEvent
-	batch  []*Pair // the pair of each event of the batch in hand
-	// more: the batch may have left a descriptor ready that wakes nobody
-	// (see poll).
-	more   bool
-	pollFn func(fd uintptr) bool // poll, bound once
+	buf   []byte
+	batch []*Pair // the pair of each event of the batch in hand
 }
 
 func newLoop() (*loop, error) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	l := &loop{buf: make([]byte, bufSize)}
+	set, err := rawio.NewPolledEpoll(batchSize, l.dispatch)
 	if err != nil {
-		return nil, fmt.Errorf("relay: epoll_create1: %w", err)
+		return nil, fmt.Errorf("relay: %w", err)
 	}
-	wfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		_ = unix.Close(epfd)
-		return nil, fmt.Errorf("relay: eventfd: %w", err)
-	}
-	err = unix.SetNonblock(epfd, true)
-	if err == nil {
-		err = rawio.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wfd)})
-	}
-	if err != nil {
-		_ = unix.Close(wfd)
-		_ = unix.Close(epfd)
-		return nil, fmt.Errorf("relay: epoll set: %w", err)
-	}
-	l := &loop{
-		epfd: epfd, wakeFD: wfd,
-		// Non-blocking, so os.NewFile registers it with the netpoller.
-		file:   os.NewFile(uintptr(epfd), "relay-epoll"),
-		buf:    make([]byte, bufSize),
-		events: make([]unix.EpollEvent, batchSize),
-	}
-	l.pollFn = l.poll
+	l.set = set
 	return l, nil
 }
 
-// run is the loop's goroutine: it waits for the set through the netpoller
-// (RawConn.Read parks it until the epoll fd is readable) and serves events
-// in poll until stop. Then it closes every pair, the set and the eventfd.
+// run is the loop's goroutine: the set's Run serves events in dispatch
+// until stop. Then it closes every pair (the set closes itself).
 func (l *loop) run() {
-	if raw, err := l.file.SyscallConn(); err == nil {
-		_ = raw.Read(l.pollFn)
-	}
+	l.set.Run()
 	l.dropAll()
-	_ = l.file.Close()
-	_ = unix.Close(l.wakeFD)
-}
-
-// poll takes the events with epoll_wait(0) until a batch comes back short
-// and left nothing behind, then lets the netpoller wait (false). The sockets
-// are level-triggered in the set; the set is edge-triggered in the
-// netpoller, which fires whenever the set queues an event. A socket left
-// ready after a batch (a read that filled the buffer, bytes that came with
-// a FIN, a changed interest) is queued again without such an event, so the
-// loop looks once more before it waits (more). True: the loop is over.
-func (l *loop) poll(fd uintptr) bool {
-	for {
-		n, err := rawio.EpollWait0(int(fd), l.events)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil || !l.dispatch(l.events[:n]) {
-			return true
-		}
-		if n < len(l.events) && !l.more {
-			return false
-		}
-	}
 }
 
 // dispatch serves one batch; false once the loop is stopped. The pairs of
@@ -155,7 +98,6 @@ func (l *loop) poll(fd uintptr) bool {
 // frees descriptors that Add may reuse before the batch's later events for
 // them are served, and those must go to the old, gone pair.
 func (l *loop) dispatch(events []unix.EpollEvent) bool {
-	l.more = false
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -164,7 +106,7 @@ func (l *loop) dispatch(events []unix.EpollEvent) bool {
 	l.batch = l.batch[:0]
 	for i := range events {
 		var p *Pair
-		if fd := int(events[i].Fd); fd != l.wakeFD && fd < len(l.pairs) {
+		if fd := int(events[i].Fd); !l.set.IsWake(events[i].Fd) && fd < len(l.pairs) {
 			p = l.pairs[fd]
 		}
 		l.batch = append(l.batch, p)
@@ -175,7 +117,7 @@ func (l *loop) dispatch(events []unix.EpollEvent) bool {
 		ev := &events[i]
 		p := l.batch[i]
 		switch {
-		case int(ev.Fd) == l.wakeFD:
+		case l.set.IsWake(ev.Fd):
 			ok = l.woken() && ok
 		case p != nil && !p.gone:
 			side := 0
@@ -194,8 +136,7 @@ func (l *loop) dispatch(events []unix.EpollEvent) bool {
 // woken serves the eventfd: the pairs Cut asked for are dropped; false when
 // stop wrote it.
 func (l *loop) woken() bool {
-	var b [8]byte
-	_, _ = rawio.ReadFD(uintptr(l.wakeFD), b[:])
+	l.set.DrainWake()
 	ended := l.ended[:0]
 	l.mu.Lock()
 	for i, p := range l.cuts {
@@ -214,10 +155,7 @@ func (l *loop) woken() bool {
 }
 
 // kick makes the loop serve the eventfd.
-func (l *loop) kick() {
-	one := [8]byte{1}
-	_, _, _ = syscall.RawSyscall(syscall.SYS_WRITE, uintptr(l.wakeFD), uintptr(unsafe.Pointer(&one[0])), 8)
-}
+func (l *loop) kick() { l.set.Wake() }
 
 func (l *loop) stop() {
 	l.mu.Lock()
@@ -256,7 +194,7 @@ func (l *loop) add(client, server *net.TCPConn, ev Events) (*Pair, error) {
 		p.interest[side] = unix.EPOLLIN | unix.EPOLLRDHUP
 	}
 	for _, fd := range p.fd {
-		if err := rawio.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(fd)}); err != nil {
+		if err := l.set.Ctl(unix.EPOLL_CTL_ADD, fd, unix.EPOLLIN|unix.EPOLLRDHUP); err != nil {
 			l.dropLocked(p)
 			return nil, fmt.Errorf("relay: epoll_ctl add: %w", err)
 		}

@@ -43,14 +43,15 @@ func forward(args []string) int {
 	fs := flag.NewFlagSet("benchrun forward", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "address to accept clients on")
 	target := fs.String("target", "", "address to forward each client to")
-	mode := fs.String("mode", string(floor.ModeGoroutines), "goroutines, epoll-thread or epoll-netpoller")
+	mode := fs.String("mode", string(floor.ModeGoroutines), "goroutines, epoll-thread, epoll-netpoller or txpool")
 	loops := fs.Int("loops", 1, "event loops of the epoll modes")
+	pool := fs.Int("pool", 40, "server connections txpool keeps")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	m, err := floor.ParseMode(*mode)
-	if err != nil || *target == "" || *loops < 1 {
-		fmt.Fprintln(os.Stderr, "benchrun forward: want -target, a known -mode and -loops >= 1:", err)
+	if err != nil || *target == "" || *loops < 1 || *pool < 1 {
+		fmt.Fprintln(os.Stderr, "benchrun forward: want -target, a known -mode, -loops >= 1 and -pool >= 1:", err)
 		return 2
 	}
 	ln, err := net.Listen("tcp", *listen)
@@ -60,7 +61,7 @@ func forward(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := floor.Serve(ctx, ln, *target, m, *loops); err != nil {
+	if err := floor.Serve(ctx, ln, *target, floor.Config{Mode: m, Loops: *loops, PoolSize: *pool}); err != nil {
 		fmt.Fprintln(os.Stderr, "benchrun forward:", err)
 		return 1
 	}

@@ -1,0 +1,89 @@
+package rawio
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// TestPolledEpoll: Wake reaches serve as the eventfd's event, a member
+// left readable is served again after More until it is drained, More
+// brings a batch even when nothing is queued, and serve's false ends Run,
+// which closes the set.
+func TestPolledEpoll(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(fds[1])
+	var (
+		p       *PolledEpoll
+		woken   = make(chan struct{}, 4)
+		read    = make(chan byte, 16)
+		extra   int64        // the batch that called More after the first Wake
+		batches atomic.Int64 // counted on Run's goroutine
+		after   = make(chan int64, 1)
+	)
+	serve := func(events []unix.EpollEvent) bool {
+		n := batches.Add(1)
+		if extra != 0 && n == extra+1 {
+			after <- n // the batch More asked for
+		}
+		for _, ev := range events {
+			switch {
+			case p.IsWake(ev.Fd):
+				p.DrainWake()
+				woken <- struct{}{}
+				if extra == 0 {
+					extra = n
+					p.More() // one more batch, though nothing is queued
+				} else {
+					return false
+				}
+			case int(ev.Fd) == fds[0]:
+				// One byte a batch: the member stays ready, which a
+				// level-triggered member does without a new edge for
+				// the netpoller, so serve says More.
+				var b [1]byte
+				if n, e := ReadFD(uintptr(fds[0]), b[:]); e == 0 && n == 1 {
+					read <- b[0]
+					p.More()
+				}
+			}
+		}
+		return true
+	}
+	p, err = NewPolledEpoll(8, serve)
+	require.NoError(t, err)
+	require.NoError(t, p.Ctl(unix.EPOLL_CTL_ADD, fds[0], unix.EPOLLIN))
+	done := make(chan struct{})
+	go func() { defer close(done); p.Run() }()
+
+	_, err = unix.Write(fds[1], []byte("abc"))
+	require.NoError(t, err)
+	for _, want := range []byte("abc") {
+		select {
+		case got := <-read:
+			require.Equal(t, want, got)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("byte %q not served", want)
+		}
+	}
+	p.Wake()
+	<-woken
+	select {
+	case <-after:
+	case <-time.After(5 * time.Second):
+		t.Fatal("More brought no batch")
+	}
+	p.Wake()
+	<-woken
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not end when serve said false")
+	}
+	require.ErrorIs(t, unix.Close(p.fd), unix.EBADF, "Run closes the set")
+	require.NoError(t, unix.Close(fds[0]))
+}
