@@ -2,13 +2,9 @@ package floor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
-	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -31,25 +27,19 @@ import (
 // release point).
 type txPool struct {
 	size int // most server connections kept after logins
-
-	epfd   int
-	wakeFD int
-	file   *os.File
+	set  *rawio.PolledEpoll
 
 	mu     sync.Mutex
 	adds   []txAdd // handed over by add, taken by the loop
 	closed bool
 
-	// Owned by run's goroutine.
+	// Owned by the loop's goroutine.
 	ends    []*txEnd // by descriptor
 	idle    []*txServer
 	queue   []*txClient
 	servers int // servers pooled or lent (not logging in)
 	buf     []byte
-	events  []unix.EpollEvent
 	batch   []*txEnd
-	more    bool
-	pollFn  func(fd uintptr) bool
 	stopped chan struct{}
 }
 
@@ -81,32 +71,12 @@ type txServer struct {
 }
 
 func newTxPool(size int) (*txPool, error) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	p := &txPool{size: max(size, 1), buf: make([]byte, loopBufSize), stopped: make(chan struct{})}
+	set, err := rawio.NewPolledEpoll(128, p.dispatch)
 	if err != nil {
-		return nil, fmt.Errorf("floor: epoll_create1: %w", err)
+		return nil, fmt.Errorf("floor: %w", err)
 	}
-	wfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		_ = unix.Close(epfd)
-		return nil, fmt.Errorf("floor: eventfd: %w", err)
-	}
-	err = unix.SetNonblock(epfd, true)
-	if err == nil {
-		err = rawio.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wfd)})
-	}
-	if err != nil {
-		_ = unix.Close(wfd)
-		_ = unix.Close(epfd)
-		return nil, fmt.Errorf("floor: epoll set: %w", err)
-	}
-	p := &txPool{
-		size: max(size, 1), epfd: epfd, wakeFD: wfd,
-		file:    os.NewFile(uintptr(epfd), "floor-txpool-epoll"),
-		buf:     make([]byte, loopBufSize),
-		events:  make([]unix.EpollEvent, 128),
-		stopped: make(chan struct{}),
-	}
-	p.pollFn = p.poll
+	p.set = set
 	go p.run()
 	return p, nil
 }
@@ -130,12 +100,7 @@ func (p *txPool) add(client, server *net.TCPConn) {
 	}
 	p.adds = append(p.adds, txAdd{cfd, sfd})
 	p.mu.Unlock()
-	p.kick()
-}
-
-func (p *txPool) kick() {
-	one := [8]byte{1}
-	_, _, _ = syscall.RawSyscall(syscall.SYS_WRITE, uintptr(p.wakeFD), uintptr(unsafe.Pointer(&one[0])), 8)
+	p.set.Wake()
 }
 
 func (p *txPool) close() {
@@ -144,16 +109,16 @@ func (p *txPool) close() {
 	p.closed = true
 	p.mu.Unlock()
 	if !was {
-		p.kick()
+		p.set.Wake()
 	}
 	<-p.stopped
 }
 
+// run is the loop's goroutine: the set serves events in dispatch until
+// close; then every socket is closed.
 func (p *txPool) run() {
 	defer close(p.stopped)
-	if raw, err := p.file.SyscallConn(); err == nil {
-		_ = raw.Read(p.pollFn)
-	}
+	p.set.Run()
 	for _, e := range p.ends {
 		if e != nil {
 			_ = unix.Close(e.fd)
@@ -165,42 +130,22 @@ func (p *txPool) run() {
 	}
 	p.adds = nil
 	p.mu.Unlock()
-	_ = p.file.Close()
-	_ = unix.Close(p.wakeFD)
-}
-
-// poll is the relay's: epoll_wait(0) until a short batch left nothing
-// behind, then the netpoller waits; true ends the loop.
-func (p *txPool) poll(fd uintptr) bool {
-	for {
-		n, err := rawio.EpollWait0(int(fd), p.events)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil || !p.dispatch(p.events[:n]) {
-			return true
-		}
-		if n < len(p.events) && !p.more {
-			return false
-		}
-	}
 }
 
 func (p *txPool) dispatch(events []unix.EpollEvent) bool {
-	p.more = false
 	// Look every end up first: an end closed by one event frees a
 	// descriptor that a later add may reuse within the batch.
 	p.batch = p.batch[:0]
 	for i := range events {
 		var e *txEnd
-		if fd := int(events[i].Fd); fd != p.wakeFD && fd < len(p.ends) {
+		if fd := int(events[i].Fd); !p.set.IsWake(events[i].Fd) && fd < len(p.ends) {
 			e = p.ends[fd]
 		}
 		p.batch = append(p.batch, e)
 	}
 	for i := range events {
 		ev := &events[i]
-		if int(ev.Fd) == p.wakeFD {
+		if p.set.IsWake(ev.Fd) {
 			if !p.woken() {
 				return false
 			}
@@ -222,8 +167,7 @@ func (p *txPool) dispatch(events []unix.EpollEvent) bool {
 
 // woken takes what add handed over; false once close asked.
 func (p *txPool) woken() bool {
-	var b [8]byte
-	_, _ = rawio.ReadFD(uintptr(p.wakeFD), b[:])
+	p.set.DrainWake()
 	p.mu.Lock()
 	adds, closed := p.adds, p.closed
 	p.adds = nil
@@ -255,7 +199,7 @@ func (p *txPool) register(e *txEnd) bool {
 	}
 	p.ends[e.fd] = e
 	e.interest = unix.EPOLLIN | unix.EPOLLRDHUP
-	return rawio.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, e.fd, &unix.EpollEvent{Events: e.interest, Fd: int32(e.fd)}) == nil
+	return p.set.Ctl(unix.EPOLL_CTL_ADD, e.fd, e.interest) == nil
 }
 
 // closeEnd takes e's socket out of the loop and closes it.
@@ -301,7 +245,7 @@ func (p *txPool) readClient(c *txClient) bool {
 	}
 	b := p.buf[:n]
 	if n == len(p.buf) {
-		p.more = true
+		p.set.More()
 	}
 	r := c.end.scan.feed(b)
 	if r.bad {
@@ -369,7 +313,7 @@ func (p *txPool) readServer(s *txServer) bool {
 	}
 	b := p.buf[:n]
 	if n == len(p.buf) {
-		p.more = true
+		p.set.More()
 	}
 	r := s.end.scan.feed(b)
 	if r.bad {
@@ -584,8 +528,8 @@ func (p *txPool) setInterest(e *txEnd, want uint32) {
 	e.interest = want
 	// A socket readable again is looked at before the loop waits: level
 	// triggering queues it, but the netpoller may not be told.
-	p.more = true
-	_ = rawio.EpollCtl(p.epfd, unix.EPOLL_CTL_MOD, e.fd, &unix.EpollEvent{Events: want, Fd: int32(e.fd)})
+	p.set.More()
+	_ = p.set.Ctl(unix.EPOLL_CTL_MOD, e.fd, want)
 }
 
 // login passes client's startup message to a new server connection and
