@@ -332,22 +332,23 @@ func (p *txPool) readServer(s *txServer) bool {
 		return true
 	}
 	if c.login {
+		// Logged in: the server counts as the pool's from now on. A
+		// request the client sent behind its login is answered by it
+		// first, and the rule below then releases it.
 		c.login = false
-		c.pending = 0
-		c.lastSync = true
-		c.srv, s.cl = nil, nil
-		p.refresh(c)
-		if p.servers >= p.size {
-			p.retire(s)
-			return false
-		}
 		p.servers++
-		p.giveBack(s)
-		return true
+		if c.pending == 0 {
+			c.lastSync = true
+		}
 	}
 	if c.pending == 0 && c.lastSync && c.end.scan.boundary() {
 		c.srv, s.cl = nil, nil
 		p.refresh(c)
+		if p.servers > p.size {
+			p.servers--
+			p.retire(s) // beyond the pool's size: only a login needed it
+			return false
+		}
 		p.giveBack(s)
 	}
 	return true

@@ -33,7 +33,7 @@ func renderFloor(b *strings.Builder, r Report) {
 	if len(f.Pooled) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "The same pooler processes with %d clients on pools of %d (-M simple; PgBouncer and pg_doorman as in section 3, the txpool forwarder beside them), interleaved, %d round(s); latency from pgbench -l, every transaction. The CPU includes connecting the clients, as in section 1: both poolers check each client's SCRAM proof and log in to PostgreSQL once per pooled connection, while txpool passes every client's login through to a PostgreSQL connection of its own, so at this client count its CPU per transaction is favoured and its latency is the figure to compare:\n\n", pooledClients, f.PoolSize, r.Settings.Rounds)
+	fmt.Fprintf(b, "The same pooler processes with %d clients on pools of %d (-M simple; PgBouncer and pg_doorman configured as in section 3, the txpool forwarder beside them), interleaved, %d round(s); latency from pgbench -l, every transaction. The CPU includes connecting the clients, as in section 1: both poolers check each client's SCRAM proof and log in to PostgreSQL once per pooled connection, while txpool passes every client's login through to a PostgreSQL connection of its own, so at this client count its CPU per transaction is favoured and its latency is the figure to compare:\n\n", pooledClients, f.PoolSize, r.Settings.Rounds)
 	b.WriteString("| target | TPS | µs CPU/tx | CPU / PgBouncer's | p50 ms | p99 ms | p99 / p50 |\n|---|--:|--:|--:|--:|--:|--:|\n")
 	for _, c := range f.Pooled {
 		base := float64(c.CPUPerTx(TargetPgBouncer))
