@@ -210,27 +210,40 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Conn[T], error) {
 // (context.DeadlineExceeded) or stop (ErrStopped). A wait that ends with
 // a connection handed over allocates nothing.
 func (p *Pool[T]) AcquireWithin(ctx context.Context, b Bounds) (*Conn[T], error) {
+	c, _, err := p.AcquireWaited(ctx, b)
+	return c, err
+}
+
+// AcquireWaited is AcquireWithin that also reports whether the caller
+// waited: queued for a returned connection, for a connect or for the end
+// of a pause. It did not (false) when it took an idle connection, at once
+// or within the anticipation spin (at most FastRetries yields and
+// SpinBudget).
+func (p *Pool[T]) AcquireWaited(ctx context.Context, b Bounds) (c *Conn[T], waited bool, err error) {
 	for {
 		c, create, w, err := p.tryAcquire()
 		if err != nil {
-			return nil, err
+			return nil, waited, err
 		}
 		if c != nil {
 			if c, ok := p.checkoutWithin(ctx, b, c); ok {
-				return c, nil
+				return c, waited, nil
 			}
 			continue
 		}
+		waited = true
 		if create {
-			return p.createWithin(ctx, b, nil)
+			c, err := p.createWithin(ctx, b, nil)
+			return c, true, err
 		}
 		if w == nil { // paused
 			if err := p.waitResume(ctx, b); err != nil {
-				return nil, err
+				return nil, true, err
 			}
 			continue
 		}
-		return p.wait(ctx, b, w)
+		c, err = p.wait(ctx, b, w)
+		return c, true, err
 	}
 }
 

@@ -135,3 +135,36 @@ func TestWaitQueueOrder(t *testing.T) {
 	require.Nil(t, q.front())
 	require.Nil(t, q.tail)
 }
+
+// AcquireWaited says whether the caller waited: not for an idle
+// connection, yes when it was queued until another came back, and yes
+// for a connect.
+func TestAcquireWaited(t *testing.T) {
+	cn := &connector{}
+	p := pressurePool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, cn, time.Hour)
+	ctx := context.Background()
+	c, waited, err := p.AcquireWaited(ctx, Bounds{})
+	require.NoError(t, err)
+	require.True(t, waited, "the first connection was connected for the caller")
+	p.Release(c)
+	c, waited, err = p.AcquireWaited(ctx, Bounds{})
+	require.NoError(t, err)
+	require.False(t, waited, "an idle connection is no wait")
+	type result struct {
+		c      *Conn[*fakeConn]
+		waited bool
+		err    error
+	}
+	got := make(chan result, 1)
+	go func() {
+		c, waited, err := p.AcquireWaited(ctx, Bounds{Deadline: time.Now().Add(time.Minute)})
+		got <- result{c, waited, err}
+	}()
+	require.Eventually(t, func() bool { return p.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	p.Release(c)
+	r := <-got
+	require.NoError(t, r.err)
+	require.True(t, r.waited, "a hand-off after queueing is a wait")
+	require.Same(t, c, r.c)
+	p.Release(r.c)
+}

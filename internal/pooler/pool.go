@@ -117,15 +117,18 @@ func (p *Pool) Acquire(ctx context.Context) (*Conn, error) { return p.AcquireFor
 
 // Waiter hears when a client starts and stops waiting in AcquireFor, and
 // can stop the wait: a cancel request for a statement that has no server
-// yet. Waiting and DoneWaiting are called only when the client has to
-// wait, never on the hot path.
+// yet. Waiting and DoneWaiting are called only when no idle connection was
+// free at once, never on the hot path.
 type Waiter interface {
 	// Waiting returns the channel (nil: none) a receive from which stops
 	// the wait with ErrCanceled. The Waiter owns it and may reuse it for
 	// its next wait: whatever was sent and not received is its to drain
 	// in DoneWaiting.
 	Waiting() (stop <-chan struct{})
-	DoneWaiting()
+	// DoneWaiting ends the wait; queued is false when a connection came
+	// within the pool's anticipation spin (pool.AcquireWaited), so that the
+	// client did not wait in the queue, for a connect or for a pause.
+	DoneWaiting(queued bool)
 }
 
 // ErrCanceled: the wait was stopped through the Waiter (the client's
@@ -156,14 +159,16 @@ func (p *Pool) AcquireFor(ctx context.Context, w Waiter) (*Conn, error) {
 	var b pool.Bounds
 	if w != nil {
 		b.Stop = w.Waiting()
-		defer w.DoneWaiting()
 	}
 	if d := s.General.QueryWaitTimeout; d > 0 {
 		b.Deadline = start.Add(d)
 	}
 	p.Stats.ClientsWaiting.Add(1)
-	c, err := p.conns.AcquireWithin(ctx, b)
+	c, queued, err := p.conns.AcquireWaited(ctx, b)
 	p.Stats.ClientsWaiting.Add(-1)
+	if w != nil {
+		w.DoneWaiting(queued)
+	}
 	wait := time.Since(start)
 	p.Stats.WaitTime.Add(uint64(wait.Microseconds()))
 	p.Stats.WaitCount.Add(1)

@@ -54,7 +54,6 @@ type waitHook Session
 
 func (h *waitHook) Waiting() <-chan struct{} {
 	s := (*Session)(h)
-	s.waited = true // called by Acquire in the client loop's goroutine
 	s.mu.Lock()
 	if s.waitStop == nil {
 		s.waitStop = make(chan struct{}, 1)
@@ -80,8 +79,9 @@ func (s *Session) stopWaitLocked() bool {
 	return true
 }
 
-func (h *waitHook) DoneWaiting() {
+func (h *waitHook) DoneWaiting(queued bool) {
 	s := (*Session)(h)
+	s.waited = queued // called by Acquire in the client loop's goroutine
 	s.mu.Lock()
 	s.waiting = false
 	select {

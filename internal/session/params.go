@@ -69,8 +69,10 @@ func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error
 		}
 		return nil, s.acquireFailed(err)
 	}
-	// Only after a wait (the pool called Waiting): a server handed over
-	// at once costs nothing, not even a clock read.
+	// Only after a real wait (DoneWaiting(true)): a server handed over at
+	// once or within the anticipation spin (at most 50 µs) costs nothing,
+	// not even a clock read. Under a pool at its warm threshold a third of
+	// acquires end in the spin, and each peek was a system call.
 	if s.waited && clientLeft(s.nc, s.raw) {
 		// The client gave up while it waited (its connect or statement
 		// timeout, a reset): its statement is not run, as PostgreSQL's

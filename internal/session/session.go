@@ -120,7 +120,9 @@ type Session struct {
 	closing bool          // the client is gone: serverLoop must not release into a session
 	killed  bool
 	wake    bool // serverLoop must emit fake answers now (see rw)
-	// waited: the last Acquire had to wait (owned by the client loop).
+	// waited: the last Acquire waited in the pool's queue, for a connect
+	// or for a pause, not just within its anticipation spin (owned by the
+	// client loop).
 	// Here, with skipToSync, in the padding after the flags above.
 	waited     bool
 	skipToSync bool // a refused extended-protocol message: drop messages up to Sync (owned by the client loop)

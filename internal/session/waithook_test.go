@@ -16,18 +16,19 @@ func TestWaitHookStopsOnlyItsWait(t *testing.T) {
 	s.mu.Unlock()
 
 	stop := h.Waiting()
-	require.True(t, s.waited)
 	s.mu.Lock()
 	require.True(t, s.stopWaitLocked())
 	require.False(t, s.stopWaitLocked(), "one stop per wait")
 	s.mu.Unlock()
 	require.Len(t, stop, 1)
-	h.DoneWaiting() // the wait got its server before it read the stop
+	h.DoneWaiting(true) // the wait got its server before it read the stop
+	require.True(t, s.waited, "a queued wait makes attach look at the client")
 
 	next := h.Waiting()
 	require.Equal(t, stop, next, "the channel is reused")
 	require.Empty(t, next, "the late stop does not end the next wait")
-	h.DoneWaiting()
+	h.DoneWaiting(false)
+	require.False(t, s.waited, "a server within the spin is no wait")
 	s.mu.Lock()
 	require.False(t, s.stopWaitLocked())
 	s.mu.Unlock()
