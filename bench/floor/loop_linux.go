@@ -105,17 +105,17 @@ func newLoop() (*loop, error) {
 // net.Conns are closed, so Go's netpoller no longer watches them) and adds
 // both to the set.
 func (l *loop) add(client, server *net.TCPConn) {
-	cfd, cerr := takeFD(client)
-	sfd, serr := takeFD(server)
+	cfd, cerr := rawio.TakeFD(client)
+	sfd, serr := rawio.TakeFD(server)
 	if cerr != nil || serr != nil {
-		closeFDs(cfd, sfd)
+		rawio.CloseFDs(cfd, sfd)
 		return
 	}
 	p := &pair{fd: [2]int{cfd, sfd}}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		closeFDs(cfd, sfd)
+		rawio.CloseFDs(cfd, sfd)
 		return
 	}
 	for _, fd := range p.fd {
@@ -130,20 +130,6 @@ func (l *loop) add(client, server *net.TCPConn) {
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(fd)}); err != nil {
 			l.dropLocked(p)
 			return
-		}
-	}
-}
-
-// takeFD returns a close-on-exec dup of c's descriptor and closes c.
-func takeFD(c *net.TCPConn) (int, error) {
-	defer c.Close()
-	return rawio.DupFD(c)
-}
-
-func closeFDs(fds ...int) {
-	for _, fd := range fds {
-		if fd >= 0 {
-			_ = unix.Close(fd)
 		}
 	}
 }
@@ -178,7 +164,7 @@ func (l *loop) run() {
 	defer l.dropAll()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	defer closeFDs(l.epfd, l.wakeFD)
+	defer rawio.CloseFDs(l.epfd, l.wakeFD)
 	for {
 		n, err := unix.EpollWait(l.epfd, l.events, -1)
 		if errors.Is(err, unix.EINTR) {

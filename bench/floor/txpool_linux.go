@@ -86,16 +86,16 @@ const loopBufSize = 32 << 10
 
 // add hands a logged-in-to-be client and its login server to the loop.
 func (p *txPool) add(client, server *net.TCPConn) {
-	cfd, cerr := takeFD(client)
-	sfd, serr := takeFD(server)
+	cfd, cerr := rawio.TakeFD(client)
+	sfd, serr := rawio.TakeFD(server)
 	if cerr != nil || serr != nil {
-		closeFDs(cfd, sfd)
+		rawio.CloseFDs(cfd, sfd)
 		return
 	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		closeFDs(cfd, sfd)
+		rawio.CloseFDs(cfd, sfd)
 		return
 	}
 	p.adds = append(p.adds, txAdd{cfd, sfd})
@@ -126,7 +126,7 @@ func (p *txPool) run() {
 	}
 	p.mu.Lock()
 	for _, a := range p.adds {
-		closeFDs(a.client, a.server)
+		rawio.CloseFDs(a.client, a.server)
 	}
 	p.adds = nil
 	p.mu.Unlock()
@@ -174,7 +174,7 @@ func (p *txPool) woken() bool {
 	p.mu.Unlock()
 	if closed {
 		for _, a := range adds {
-			closeFDs(a.client, a.server)
+			rawio.CloseFDs(a.client, a.server)
 		}
 		return false
 	}

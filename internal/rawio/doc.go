@@ -31,6 +31,10 @@
 // (internal/relay's loops and bench/floor's txpool run on it;
 // internal/idlepark still waits its own way).
 //
+// DupFD keeps a close-on-exec dup of a connection's socket (the session's
+// deep park); TakeFD also closes the connection, handing the descriptor to
+// an event loop (relay, bench/floor), and CloseFDs closes such descriptors.
+//
 // ReadFD and WriteFD are the one raw call each, for code that runs its own
 // RawConn callbacks (patroni_proxy's pump takes its buffer only once the
 // socket is readable).

@@ -22,3 +22,20 @@ func DupFD(nc net.Conn) (int, error) {
 	}
 	return fd, nil
 }
+
+// TakeFD is DupFD followed by closing nc, whatever DupFD returned: the
+// descriptor is the caller's alone, outside Go's netpoller (the relay's
+// and bench/floor's loops). On error it is -1 and the connection is gone.
+func TakeFD(nc net.Conn) (int, error) {
+	defer nc.Close()
+	return DupFD(nc)
+}
+
+// CloseFDs closes every descriptor of fds that is not negative.
+func CloseFDs(fds ...int) {
+	for _, fd := range fds {
+		if fd >= 0 {
+			_ = unix.Close(fd)
+		}
+	}
+}

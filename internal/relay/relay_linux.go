@@ -171,17 +171,17 @@ func (l *loop) stop() {
 // the net.Conns are closed, so the netpoller no longer watches them) and
 // adds both to the set, readable.
 func (l *loop) add(client, server *net.TCPConn, ev Events) (*Pair, error) {
-	cfd, cerr := takeFD(client)
-	sfd, serr := takeFD(server)
+	cfd, cerr := rawio.TakeFD(client)
+	sfd, serr := rawio.TakeFD(server)
 	if err := errors.Join(cerr, serr); err != nil {
-		closeFDs(cfd, sfd)
+		rawio.CloseFDs(cfd, sfd)
 		return nil, fmt.Errorf("relay: take sockets: %w", err)
 	}
 	p := &Pair{l: l, ev: ev, fd: [2]int{cfd, sfd}, done: make(chan struct{}), serverEnded: make(chan struct{})}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		closeFDs(cfd, sfd)
+		rawio.CloseFDs(cfd, sfd)
 		return nil, ErrClosed
 	}
 	if top := max(cfd, sfd); top >= len(l.pairs) {
@@ -200,20 +200,6 @@ func (l *loop) add(client, server *net.TCPConn, ev Events) (*Pair, error) {
 		}
 	}
 	return p, nil
-}
-
-// takeFD returns a close-on-exec dup of c's descriptor and closes c.
-func takeFD(c *net.TCPConn) (int, error) {
-	defer c.Close()
-	return rawio.DupFD(c)
-}
-
-func closeFDs(fds ...int) {
-	for _, fd := range fds {
-		if fd >= 0 {
-			_ = unix.Close(fd)
-		}
-	}
 }
 
 // dropAll closes every pair; run's last step.
