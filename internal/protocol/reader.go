@@ -310,3 +310,53 @@ func (r *Reader) GrowthFor(n int) int {
 
 // Released reports whether the reader holds no buffer (see Release).
 func (r *Reader) Released() bool { return r.buf == nil }
+
+// SetSource re-targets the reader to rd keeping what it has buffered: an
+// event loop reads a connection through a non-blocking source and hands it
+// back to a goroutine, whose blocking source takes over where the loop
+// stopped. A source's error (a would-block sentinel included) leaves the
+// reader where it was, so the call that returned it can be made again.
+func (r *Reader) SetSource(rd io.Reader) { r.rd = rd }
+
+// ReadSome makes sure the reader holds a buffer and reads into its free
+// space with one call of the source, after moving the unread bytes to its
+// start. It returns what that call returned; a full buffer reads nothing
+// (0, nil). An error deferred by an earlier call comes first.
+func (r *Reader) ReadSome() (int, error) {
+	if r.broken != nil {
+		return 0, r.broken
+	}
+	r.acquire(r.bufSize)
+	if r.err != nil {
+		return 0, r.takeErr()
+	}
+	if r.r > 0 {
+		r.w = copy(r.buf, r.buf[r.r:r.w])
+		r.r = 0
+	}
+	if r.w == len(r.buf) {
+		return 0, nil
+	}
+	m, err := r.rd.Read(r.buf[r.w:])
+	r.w += m
+	return m, err
+}
+
+// Unread returns the buffered bytes not yet returned, valid until the next
+// call on r: what ReadSome read, for a caller that looks at a run of whole
+// messages before taking them with Next. Nil while released.
+func (r *Reader) Unread() []byte {
+	if r.buf == nil {
+		return r.hdr[:r.hdrN]
+	}
+	return r.buf[r.r:r.w]
+}
+
+// Free is the room left in the buffer after the unread bytes, counting the
+// space ReadSome would first move them out of.
+func (r *Reader) Free() int {
+	if r.buf == nil {
+		return r.bufSize - r.hdrN
+	}
+	return len(r.buf) - (r.w - r.r)
+}
