@@ -88,6 +88,12 @@ func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error
 		s.pool.Stats.ClientsActive.Add(-1)
 		return nil, err
 	}
+	s.bindServer(c)
+	return c, nil
+}
+
+// bindServer makes c the session's server for its transaction.
+func (s *Session) bindServer(c *pooler.Conn) {
 	s.mu.Lock()
 	s.srv = c
 	s.xactStart = time.Since(s.ConnectedAt)
@@ -95,7 +101,6 @@ func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error
 		s.rw.unnamedHere = false
 	}
 	s.mu.Unlock()
-	return c, nil
 }
 
 // syncParams tells the client of another server role (reportRoleParams)
@@ -107,7 +112,7 @@ func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error
 // a server serves all of them.
 func (s *Session) syncParams(c *backend.Conn, sbuf *[]byte) error {
 	mask := s.paramMask()
-	if m := c.ParamsMark; m.Gen == c.ParamsGen && m.Mask == mask && m.Of == any(s.tracked.p) {
+	if s.paramsMarked(c, mask) {
 		s.params.n, s.params.head, s.params.err = 0, 0, nil
 		return nil
 	}
@@ -120,6 +125,17 @@ func (s *Session) syncParams(c *backend.Conn, sbuf *[]byte) error {
 	}
 	return nil
 }
+
+// paramsMarked reports whether c was found in sync with the client's
+// snapshot under mask (see syncParams).
+func (s *Session) paramsMarked(c *backend.Conn, mask uint8) bool {
+	m := c.ParamsMark
+	return m.Gen == c.ParamsGen && m.Mask == mask && m.Of == any(s.tracked.p)
+}
+
+// paramsInSync reports whether c needs no SETs and no role parameters for
+// the client: syncParams would do nothing.
+func (s *Session) paramsInSync(c *backend.Conn) bool { return s.paramsMarked(c, s.paramMask()) }
 
 // paramMask is the tracked parameters prependParamSets keeps equal:
 // application_name, all of them with sync_server_parameters, less those
