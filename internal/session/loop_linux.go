@@ -240,13 +240,7 @@ func (s *Session) loopServer() {
 			return
 		}
 		if s.rewriting() && (answersRequest(typ) || s.rw.fakesDue()) {
-			s.mu.Lock()
-			*out = s.rw.emitFakes(*out)
-			if !s.rw.Server(conn, typ, f.Body()) {
-				*out = append(*out, f...)
-			}
-			*out = s.rw.emitFakes(*out)
-			s.mu.Unlock()
+			s.rewriteServerFrame(conn, typ, f, out)
 		} else {
 			*out = append(*out, f...)
 		}
@@ -257,15 +251,8 @@ func (s *Session) loopServer() {
 		case protocol.MsgCopyInResponse, protocol.MsgCopyBothResponse:
 			s.leaveLoopWith(loopExit{driving: true, yield: true})
 			return
-		case protocol.MsgCommandComplete:
-			conn.NoteCommandTag(f.Body())
-		case protocol.MsgParameterStatus:
-			conn.ApplyParameterStatus(f.Body())
-			s.noteParameterStatus(f.Body())
-		case protocol.MsgErrorResponse:
-			if isFatal(f.Body()) {
-				conn.Broken = true
-			}
+		default:
+			s.noteServerMessage(conn, typ, f.Body())
 		}
 		if len(*out) >= clientFlushThreshold && !s.loopFlush() {
 			s.leaveLoop()

@@ -141,13 +141,7 @@ func (s *Session) pump(c *pooler.Conn, inline bool) (pumpEnd, error) {
 		case s.rewriting() && (answersRequest(typ) || s.rw.fakesDue()):
 			// Answers the pooler owes go before and right after this
 			// message, in queue order.
-			s.mu.Lock()
-			*buf = s.rw.emitFakes(*buf)
-			if !s.rw.Server(conn, typ, f.Body()) {
-				*buf = append(*buf, f...)
-			}
-			*buf = s.rw.emitFakes(*buf)
-			s.mu.Unlock()
+			s.rewriteServerFrame(conn, typ, f, buf)
 		case len(f) >= clientFlushThreshold:
 			// A large frame goes out on its own, straight from the
 			// reader's buffer.
@@ -184,15 +178,38 @@ func (s *Session) pump(c *pooler.Conn, inline bool) (pumpEnd, error) {
 				}
 				return pumpYield, nil
 			}
-		case protocol.MsgCommandComplete:
-			conn.NoteCommandTag(f.Body())
-		case protocol.MsgParameterStatus:
-			conn.ApplyParameterStatus(f.Body())
-			s.noteParameterStatus(f.Body())
-		case protocol.MsgErrorResponse:
-			if isFatal(f.Body()) {
-				conn.Broken = true
-			}
+		default:
+			s.noteServerMessage(conn, typ, f.Body())
+		}
+	}
+}
+
+// rewriteServerFrame appends to buf what the client gets of the server's
+// message f: the answers the pooler owes before and right after it, in
+// queue order, and f itself unless the rewriter hides it.
+func (s *Session) rewriteServerFrame(conn *backend.Conn, typ byte, f protocol.Frame, buf *[]byte) {
+	s.mu.Lock()
+	*buf = s.rw.emitFakes(*buf)
+	if !s.rw.Server(conn, typ, f.Body()) {
+		*buf = append(*buf, f...)
+	}
+	*buf = s.rw.emitFakes(*buf)
+	s.mu.Unlock()
+}
+
+// noteServerMessage records what a server message says about the
+// connection: command tags that dirty it, parameters it reports (which the
+// client is told too), a FATAL error that breaks it.
+func (s *Session) noteServerMessage(conn *backend.Conn, typ byte, body []byte) {
+	switch typ {
+	case protocol.MsgCommandComplete:
+		conn.NoteCommandTag(body)
+	case protocol.MsgParameterStatus:
+		conn.ApplyParameterStatus(body)
+		s.noteParameterStatus(body)
+	case protocol.MsgErrorResponse:
+		if isFatal(body) {
+			conn.Broken = true
 		}
 	}
 }
