@@ -188,7 +188,7 @@ func (s *Session) afterFlush(srv *pooler.Conn) error {
 	s.mu.Lock()
 	s.driving = false
 	s.mu.Unlock()
-	return afterPump(s, srv, end)
+	return s.afterPump(srv, end)
 }
 
 // errServerEnded: the server connection failed under the client, or the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"syscall"
 
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/protocol"
@@ -58,7 +59,7 @@ func (f *fdSource) Read(p []byte) (int, error) {
 		return 0, errLoopEOF
 	case e == 0:
 		return n, nil
-	case e.Temporary():
+	case e == syscall.EAGAIN:
 		return 0, errWouldBlock
 	}
 	return 0, e
@@ -70,9 +71,10 @@ var errLoopEOF = errors.New("end of stream in loop")
 // looping is a session's state on its loop; the loop's goroutine owns it
 // while the session is looped.
 type looping struct {
-	loop     *txloop.Loop
-	ctx      context.Context
-	cfd, sfd int // the client's and the attached server's descriptors (sfd -1: not in the set)
+	loop *txloop.Loop
+	ctx  context.Context
+	// cli and srv read the client's and the attached server's descriptors
+	// (srv.fd -1: no server in the set).
 	cli, srv fdSource
 	// driving: the request is written, the answer not all read.
 	driving bool
@@ -201,7 +203,7 @@ func (s *Session) finishLoopRequest(c *pooler.Conn, k loopExit) error {
 		s.mu.Lock()
 		s.driving = false
 		s.mu.Unlock()
-		return afterPump(s, c, end)
+		return s.afterPump(c, end)
 	}
 	return nil // idle in a block: the client loop drives on
 }
@@ -241,7 +243,7 @@ func (s *Session) finishAnswer(c *pooler.Conn, k loopExit) pumpEnd {
 
 // afterPump is what the client loop does once pumpServer, run inline,
 // stopped.
-func afterPump(s *Session, srv *pooler.Conn, end pumpEnd) error {
+func (s *Session) afterPump(srv *pooler.Conn, end pumpEnd) error {
 	switch end {
 	case pumpFailed:
 		return errServerEnded

@@ -38,7 +38,7 @@ func (s *Session) enterLoop(ctx context.Context) bool {
 		return false
 	}
 	if s.lp == nil {
-		s.lp = &looping{sfd: -1}
+		s.lp = &looping{srv: fdSource{fd: -1}}
 	}
 	lp := s.lp
 	s.mu.Lock()
@@ -56,7 +56,7 @@ func (s *Session) enterLoop(ctx context.Context) bool {
 			return false
 		}
 	}
-	lp.loop, lp.ctx, lp.cfd, lp.cli.fd = l, ctx, cfd, cfd
+	lp.loop, lp.ctx, lp.cli.fd = l, ctx, cfd
 	lp.driving, lp.clientEdge = false, false
 	// The server first, the client last: once the client's descriptor is
 	// in the set its event may run the session on the loop at once.
@@ -64,7 +64,7 @@ func (s *Session) enterLoop(ctx context.Context) bool {
 		if err := l.Add(sfd, (*loopMember)(s)); err != nil {
 			return false
 		}
-		lp.sfd, lp.srv.fd = sfd, sfd
+		lp.srv.fd = sfd
 		c.Value.Reader.SetSource(&lp.srv)
 	}
 	s.guard.idleClear()
@@ -78,7 +78,7 @@ func (s *Session) enterLoop(ctx context.Context) bool {
 		s.crd.SetSource(&s.guard)
 		if c != nil {
 			l.Del(sfd)
-			lp.sfd = -1
+			lp.srv.fd = -1
 			c.Value.Reader.SetSource(c.Value.NetConn())
 		}
 		return false
@@ -111,13 +111,13 @@ func (m *loopMember) Event(fd int, events uint32) {
 	switch {
 	case events == txloop.Closed:
 		s.leaveLoop()
-	case fd == lp.cfd:
+	case fd == lp.cli.fd:
 		if lp.driving {
 			lp.clientEdge = true
 			return
 		}
 		s.loopClient()
-	case fd == lp.sfd && lp.driving:
+	case fd == lp.srv.fd && lp.driving:
 		s.loopServer()
 	}
 	// The server speaking while idle in a block is read with the answer
@@ -165,7 +165,7 @@ func (s *Session) loopClient() {
 		crd.Release()
 	}
 	lp.driving = true
-	n, e := rawio.WriteFD(uintptr(lp.sfd), *sbuf)
+	n, e := rawio.WriteFD(uintptr(lp.srv.fd), *sbuf)
 	if e != 0 {
 		n = 0
 	}
@@ -197,7 +197,7 @@ func (s *Session) loopAttach() *pooler.Conn {
 		s.pool.Release(c)
 		return nil
 	}
-	lp.sfd, lp.srv.fd = sfd, sfd
+	lp.srv.fd = sfd
 	c.Value.Reader.SetSource(&lp.srv)
 	s.pool.Stats.ClientsActive.Add(1)
 	s.state.Store(StateActive)
@@ -282,8 +282,8 @@ func (s *Session) loopReady(c *pooler.Conn, status byte) {
 		}
 		// Out of the set and back on its own source before the pool may
 		// hand it to someone else.
-		s.lp.loop.Del(lp.sfd)
-		lp.sfd = -1
+		s.lp.loop.Del(lp.srv.fd)
+		lp.srv.fd = -1
 		c.Value.Reader.SetSource(c.Value.NetConn())
 	}
 	released, _ := s.readyForQuery(c, status, lp.out, true) // lp.out is empty: no write, no error
@@ -320,7 +320,7 @@ func (s *Session) loopFlush() bool {
 		return true
 	}
 	s.wmu.Lock()
-	n, e := rawio.WriteFD(uintptr(s.lp.cfd), *out)
+	n, e := rawio.WriteFD(uintptr(s.lp.cli.fd), *out)
 	s.wmu.Unlock()
 	if e != 0 {
 		n = 0
@@ -347,10 +347,10 @@ func (s *Session) leaveLoop() {
 // still holds.
 func (s *Session) leaveLoopWith(k loopExit) {
 	lp := s.lp
-	s.lp.loop.Del(lp.cfd)
-	if lp.sfd >= 0 {
-		s.lp.loop.Del(lp.sfd)
-		lp.sfd = -1
+	s.lp.loop.Del(lp.cli.fd)
+	if lp.srv.fd >= 0 {
+		s.lp.loop.Del(lp.srv.fd)
+		lp.srv.fd = -1
 	}
 	s.crd.SetSource(&s.guard)
 	if c := s.srv; c != nil {

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,13 +19,7 @@ func TestLoopRequest(t *testing.T) {
 	sync := protocol.Sync{}.Encode(nil)
 	flush := []byte{protocol.MsgFlush, 0, 0, 0, 4}
 	term := []byte{protocol.MsgTerminate, 0, 0, 0, 4}
-	cat := func(parts ...[]byte) []byte {
-		var b []byte
-		for _, p := range parts {
-			b = append(b, p...)
-		}
-		return b
-	}
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 	tests := []struct {
 		name             string
 		b                []byte
