@@ -136,8 +136,10 @@ func (s *Session) loopClient() {
 		}
 		return
 	case err != nil || crd.Free() == 0:
-		// An error, or a read that filled the buffer: what follows is the
-		// goroutine path's to read.
+		// An error (an end of stream too), or a read that filled the
+		// buffer: what follows is the goroutine path's to read, before it
+		// waits (or it would hand the session straight back to the loop).
+		s.resumed = true
 		s.leaveLoop()
 		return
 	}

@@ -228,12 +228,13 @@ func (s *Session) State() string {
 	return v
 }
 
-// Parked reports whether the client waits in Env.Parker, without a
-// goroutine.
+// Parked reports whether the client waits for its next transaction
+// without a goroutine: in Env.Parker, or on its loop (Env.Loops) with no
+// server attached.
 func (s *Session) Parked() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.parked
+	return s.parked || (s.looped && s.srv == nil)
 }
 
 // ServerPID returns the PID of the attached server connection, 0 if none.
