@@ -58,7 +58,6 @@ type Options struct {
 type Conn struct {
 	nc  net.Conn // the socket, or the tls.Conn over it
 	raw net.Conn // the socket itself
-	fd  int      // raw's descriptor, -1 if unknown
 	// TLS is "TLSv1.3/<cipher>" for an encrypted connection, "" otherwise.
 	TLS    string
 	closed atomic.Bool
@@ -105,16 +104,6 @@ func Address(host string, port int) (network, address string) {
 
 // NetConn exposes the socket for forwarding.
 func (c *Conn) NetConn() net.Conn { return c.nc }
-
-// FD is the descriptor of a plaintext connection's socket, for an event
-// loop's raw calls while it holds the connection; -1 over TLS (or when
-// unknown). It is valid until Close or Abort.
-func (c *Conn) FD() int {
-	if c.TLS != "" {
-		return -1
-	}
-	return c.fd
-}
 
 // Write writes raw protocol bytes to the server.
 func (c *Conn) Write(b []byte) (int, error) { return c.nc.Write(b) }
@@ -205,8 +194,7 @@ func connectOnce(ctx context.Context, o Options, m *servertls.Material, at serve
 		_ = uc.SetReadBuffer(o.UnixSocketBufferSize)
 		_ = uc.SetWriteBuffer(o.UnixSocketBufferSize)
 	}
-	c := &Conn{nc: rawio.Wrap(nc), raw: nc, fd: -1, Params: map[string]string{}, Network: o.Network, Address: o.Address}
-	_ = rawio.Control(nc, func(fd uintptr) { c.fd = int(fd) })
+	c := &Conn{nc: rawio.Wrap(nc), raw: nc, Params: map[string]string{}, Network: o.Network, Address: o.Address}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(dl)
 	}

@@ -135,17 +135,6 @@ type Waiter interface {
 // cancel request), as PostgreSQL cancels a statement.
 var ErrCanceled = errors.New("canceling statement due to user request")
 
-// TryAcquire returns an idle connection at once, or nil (none idle,
-// clients queued ahead, paused): the acquire of a request an event loop
-// runs without waiting. It is counted as AcquireFor counts one.
-func (p *Pool) TryAcquire(ctx context.Context) *Conn {
-	c := p.conns.TryAcquire(ctx)
-	if c != nil {
-		p.Stats.WaitCount.Add(1)
-	}
-	return c
-}
-
 // AcquireFor is Acquire for a client that may stop its wait (w may be
 // nil).
 func (p *Pool) AcquireFor(ctx context.Context, w Waiter) (*Conn, error) {

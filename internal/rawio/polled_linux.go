@@ -78,10 +78,6 @@ func (p *PolledEpoll) Ctl(op, fd int, events uint32) error {
 	return EpollCtl(p.fd, op, fd, ev)
 }
 
-// FD is the epoll set's descriptor, for epoll_ctl calls the caller
-// serialises itself (Ctl builds an event with Fd only).
-func (p *PolledEpoll) FD() int { return p.fd }
-
 // Wake makes the set ready with the eventfd's event.
 func (p *PolledEpoll) Wake() {
 	one := [8]byte{1}

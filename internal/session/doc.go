@@ -36,10 +36,7 @@
 // Env.ConfigureSocket). A parked client also drops its Reader, a rewriter
 // with nothing in it and the rawio wrapper of its socket; resume makes
 // them again.
-// Socket reads and writes go through internal/rawio. loop.go holds the
-// event-loop path (Env.Loops, internal/txloop) that would run such a
-// client's requests without a goroutine; the daemon does not enable it
-// yet.
+// Socket reads and writes go through internal/rawio.
 //
 // In transaction mode with prepared_statements a rewriter (rewriter.go)
 // sits on both directions: Client renames the client's statements for the

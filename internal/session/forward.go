@@ -188,7 +188,13 @@ func (s *Session) afterFlush(srv *pooler.Conn) error {
 	s.mu.Lock()
 	s.driving = false
 	s.mu.Unlock()
-	return s.afterPump(srv, end)
+	switch end {
+	case pumpFailed:
+		return errServerEnded
+	case pumpYield:
+		s.watch(srv)
+	}
+	return nil // released, or idle in a block: the client loop drives on
 }
 
 // errServerEnded: the server connection failed under the client, or the
@@ -291,9 +297,6 @@ func (s *Session) peekClient(ctx context.Context) (byte, int, error) {
 		if s.attached() == nil {
 			s.crd.Shrink() // a buffer grown for a large message goes back now
 			s.cmem.Set(grownSize(s.crd))
-		}
-		if s.mayLoop() && s.enterLoop(ctx) {
-			return 0, 0, errParked // the loop's now: touch nothing
 		}
 		s.guard.idleWait(idleRelease << s.releaseShift)
 		typ, n, err := s.crd.PeekHeader()

@@ -70,9 +70,6 @@ func (s *Session) Migrate(m Migrator) bool {
 		s.migrateTo = m
 		s.migrating.Store(true)
 	}
-	if s.looped {
-		s.kickLoop() // the goroutine that takes the session back hands off
-	}
 	if s.parked && s.env.Parker != nil {
 		if sc, ok := s.raw.(syscall.Conn); ok {
 			s.env.Parker.Unpark(sc) // resume runs in a new goroutine and hands off

@@ -293,10 +293,7 @@ func TestDeepParkedClientReset(t *testing.T) {
 // parked later each time (100, 200, 400, 800 ms, no further), and one that
 // then stays away longer than 1.6 s is parked sooner again (adaptRelease).
 func TestReleaseAdapts(t *testing.T) {
-	// server_tls_mode prefer keeps the client off the transaction loops
-	// (they do not run pools that may encrypt), so that it waits, and
-	// parks, in its goroutine: a looped client has no release to adapt.
-	d := start(t, "  server_tls_mode: prefer", "transaction", 2)
+	d := start(t, "", "transaction", 2)
 	c := newRawClient(t, d.DSN("app", "app-secret", "appdb"))
 	session := func() *session.Session {
 		for _, s := range d.Daemon.Clients.List() {

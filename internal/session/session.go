@@ -22,7 +22,6 @@ import (
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/protocol"
 	"github.com/doorman-go/doorman/internal/rawio"
-	"github.com/doorman-go/doorman/internal/txloop"
 )
 
 // MaxClientMessage bounds one client message (PostgreSQL's own limit).
@@ -54,11 +53,6 @@ type Env struct {
 	// Parker holds idle plaintext clients without a goroutine; nil keeps
 	// a goroutine per client.
 	Parker *idlepark.Parker
-	// Loops run the requests of transaction-mode plaintext clients that
-	// need no waiting (loop.go); empty: every client keeps its goroutine
-	// while it waits for its next request (and parks in Parker after its
-	// release).
-	Loops txloop.Group
 	// ConfigureSocket sets the configured TCP options of a client socket.
 	// A parked client's socket is made a net.Conn again when it resumes
 	// (net.FileConn, which sets Go's own TCP_NODELAY and keepalive), and
@@ -165,11 +159,6 @@ type Session struct {
 	// (adaptRelease). Written under mu by the goroutine that resumes the
 	// session, before it runs the client loop, which reads it.
 	releaseShift uint8
-	// looped (under mu): the session waits on, or runs on, its loop
-	// (lp.loop), which owns it; Kill and Migrate then Kick the loop, and a
-	// Kill leaves its request in lp.killReq for the goroutine that takes
-	// the session back (afterLoop).
-	looped bool
 
 	// Binary upgrade: migrateTo (under mu) takes the client at its next
 	// idle point; migrating mirrors migrateTo != nil for the client loop's
@@ -206,9 +195,6 @@ type Session struct {
 type clientRead struct {
 	guard stallGuard       // under crd: bounds a message's reads once it has begun
 	cmem  memlimit.Account // crd's grown buffer against max_memory_usage
-	// lp is the session's state on its loop (loop.go), made at the first
-	// entry and kept until a park drops clientRead.
-	lp *looping
 }
 
 // logger is the session's logger, with its id, user and database once
@@ -228,13 +214,12 @@ func (s *Session) State() string {
 	return v
 }
 
-// Parked reports whether the client waits for its next transaction
-// without a goroutine: in Env.Parker, or on its loop (Env.Loops) with no
-// server attached.
+// Parked reports whether the client waits in Env.Parker, without a
+// goroutine.
 func (s *Session) Parked() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.parked || (s.looped && s.srv == nil)
+	return s.parked
 }
 
 // ServerPID returns the PID of the attached server connection, 0 if none.
@@ -272,16 +257,6 @@ func (s *Session) Write(b []byte) error {
 func (s *Session) Kill(code, msg string) {
 	s.mu.Lock()
 	s.killed = true
-	if s.looped {
-		// The loop owns the sockets: it hands the session back, and the
-		// goroutine that takes it kills it (afterLoop).
-		if s.lp.killReq == nil {
-			s.lp.killReq = &killRequest{code: code, msg: msg}
-		}
-		s.kickLoop()
-		s.mu.Unlock()
-		return
-	}
 	if ps, ok := s.raw.(*parkedSocket); ok && s.parked {
 		// Parked deep: take the socket back from the Parker first (its wake
 		// may already wait for mu), then the last word, which a parked

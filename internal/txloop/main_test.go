@@ -1,9 +1,0 @@
-package txloop
-
-import (
-	"testing"
-
-	"go.uber.org/goleak"
-)
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
