@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -25,7 +26,8 @@ import (
 // an edge, so serve calls More and Run looks once more before it waits.
 //
 // Run's goroutine owns the batch; Ctl may be called from it or before Run
-// starts. Run closes the set and the eventfd when it returns.
+// starts. Run closes the set and the eventfd when it returns; Wake after
+// that does nothing.
 type PolledEpoll struct {
 	fd     int
 	wakeFD int
@@ -34,6 +36,13 @@ type PolledEpoll struct {
 	serve  func(events []unix.EpollEvent) bool
 	more   bool
 	pollFn func(uintptr) bool
+
+	// wakeMu orders Wake against Run closing the eventfd: a Wake that
+	// comes late (its caller checked its own state, then Run ended) must
+	// not write to the number, which the kernel may have handed to
+	// another descriptor by then.
+	wakeMu sync.Mutex
+	ended  bool
 }
 
 // NewPolledEpoll makes the set and its eventfd; serve gets each batch of
@@ -78,8 +87,14 @@ func (p *PolledEpoll) Ctl(op, fd int, events uint32) error {
 	return EpollCtl(p.fd, op, fd, ev)
 }
 
-// Wake makes the set ready with the eventfd's event.
+// Wake makes the set ready with the eventfd's event; once Run has
+// returned it does nothing.
 func (p *PolledEpoll) Wake() {
+	p.wakeMu.Lock()
+	defer p.wakeMu.Unlock()
+	if p.ended {
+		return
+	}
 	one := [8]byte{1}
 	_, _, _ = syscall.RawSyscall(syscall.SYS_WRITE, uintptr(p.wakeFD), uintptr(unsafe.Pointer(&one[0])), 8)
 }
@@ -105,7 +120,10 @@ func (p *PolledEpoll) Run() {
 		_ = raw.Read(p.pollFn)
 	}
 	_ = p.file.Close()
+	p.wakeMu.Lock()
+	p.ended = true
 	_ = unix.Close(p.wakeFD)
+	p.wakeMu.Unlock()
 }
 
 // poll takes batches with EpollWait0 until one comes back short and left

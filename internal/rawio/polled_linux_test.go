@@ -87,3 +87,33 @@ func TestPolledEpoll(t *testing.T) {
 	require.ErrorIs(t, unix.Close(p.fd), unix.EBADF, "Run closes the set")
 	require.NoError(t, unix.Close(fds[0]))
 }
+
+// TestPolledEpollWakeAfterRun: a Wake that comes after Run has returned
+// (a caller that checked its own state before the loop ended) writes
+// nothing, even to a descriptor that has taken the eventfd's number since.
+func TestPolledEpollWakeAfterRun(t *testing.T) {
+	p, err := NewPolledEpoll(8, func([]unix.EpollEvent) bool { return false })
+	require.NoError(t, err)
+	wakeFD := p.wakeFD
+	p.Wake()
+	p.Run() // serves the wake and ends at once
+	// The lowest free numbers are handed out first: the socket pair takes
+	// the set's and the eventfd's.
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	reused, peer := -1, -1
+	for i, fd := range fds {
+		if fd == wakeFD {
+			reused, peer = fd, fds[1-i]
+		}
+	}
+	if reused < 0 {
+		t.Skipf("the socket pair got %v, not the eventfd's number %d", fds, wakeFD)
+	}
+	p.Wake()
+	var b [8]byte
+	_, e := ReadFD(uintptr(peer), b[:])
+	require.Equal(t, unix.EAGAIN, e, "Wake after Run wrote to descriptor %d", reused)
+}
