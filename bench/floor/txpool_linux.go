@@ -115,10 +115,11 @@ func (p *txPool) close() {
 }
 
 // run is the loop's goroutine: the set serves events in dispatch until
-// close; then every socket is closed.
+// close; then every socket is closed, and the set.
 func (p *txPool) run() {
 	defer close(p.stopped)
-	p.set.Run()
+	defer func() { _ = p.set.Close() }()
+	_ = p.set.Run()
 	for _, e := range p.ends {
 		if e != nil {
 			_ = unix.Close(e.fd)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -25,9 +26,9 @@ import (
 // filled the buffer, an interest just widened) may be queued without such
 // an edge, so serve calls More and Run looks once more before it waits.
 //
-// Run's goroutine owns the batch; Ctl may be called from it or before Run
-// starts. Run closes the set and the eventfd when it returns; Wake after
-// that does nothing.
+// Run's goroutine owns the batch; Ctl may be called from it, before Run
+// starts, or by an owner that orders its calls before Close itself. The
+// owner calls Close once Run has returned; Wake after Close does nothing.
 type PolledEpoll struct {
 	fd     int
 	wakeFD int
@@ -37,12 +38,13 @@ type PolledEpoll struct {
 	more   bool
 	pollFn func(uintptr) bool
 
-	// wakeMu orders Wake against Run closing the eventfd: a Wake that
-	// comes late (its caller checked its own state, then Run ended) must
-	// not write to the number, which the kernel may have handed to
-	// another descriptor by then.
-	wakeMu sync.Mutex
-	ended  bool
+	// closeMu orders Wake against Close: a Wake that comes late (its
+	// caller checked its own state, then the loop ended and was closed)
+	// must not write to the eventfd's number, which the kernel may have
+	// handed to another descriptor by then.
+	closeMu sync.Mutex
+	closed  bool
+	err     error // what ended Run, for Run to return
 }
 
 // NewPolledEpoll makes the set and its eventfd; serve gets each batch of
@@ -73,26 +75,38 @@ func NewPolledEpoll(batch int, serve func(events []unix.EpollEvent) bool) (*Poll
 		events: make([]unix.EpollEvent, max(batch, 1)),
 		serve:  serve,
 	}
+	// SetReadDeadline fails with os.ErrNoDeadline if the netpoller refused
+	// the descriptor; Run would then never wait.
+	if err := p.file.SetReadDeadline(time.Time{}); err != nil {
+		_ = p.file.Close()
+		_ = unix.Close(wfd)
+		return nil, fmt.Errorf("register epoll set with the netpoller: %w", err)
+	}
 	p.pollFn = p.poll
 	return p, nil
 }
 
 // Ctl adds (unix.EPOLL_CTL_ADD), changes or removes fd's interest in
 // events; the event's Fd is fd.
-func (p *PolledEpoll) Ctl(op, fd int, events uint32) error {
+func (p *PolledEpoll) Ctl(op, fd int, events uint32) error { return p.CtlPad(op, fd, events, 0) }
+
+// CtlPad is Ctl with pad in the event's Pad, which serve sees again in
+// fd's events (a generation, say, that tells an event of an earlier
+// registration of the same number).
+func (p *PolledEpoll) CtlPad(op, fd int, events uint32, pad int32) error {
 	var ev *unix.EpollEvent
 	if op != unix.EPOLL_CTL_DEL {
-		ev = &unix.EpollEvent{Events: events, Fd: int32(fd)}
+		ev = &unix.EpollEvent{Events: events, Fd: int32(fd), Pad: pad}
 	}
 	return EpollCtl(p.fd, op, fd, ev)
 }
 
-// Wake makes the set ready with the eventfd's event; once Run has
-// returned it does nothing.
+// Wake makes the set ready with the eventfd's event; after Close it does
+// nothing.
 func (p *PolledEpoll) Wake() {
-	p.wakeMu.Lock()
-	defer p.wakeMu.Unlock()
-	if p.ended {
+	p.closeMu.Lock()
+	defer p.closeMu.Unlock()
+	if p.closed {
 		return
 	}
 	one := [8]byte{1}
@@ -113,17 +127,34 @@ func (p *PolledEpoll) DrainWake() {
 // comment).
 func (p *PolledEpoll) More() { p.more = true }
 
-// Run serves batches until serve returns false or the set fails, then
-// closes the set and the eventfd.
-func (p *PolledEpoll) Run() {
-	if raw, err := p.file.SyscallConn(); err == nil {
-		_ = raw.Read(p.pollFn)
+// Run serves batches until serve returns false (Run returns nil) or the
+// set fails (the error). The set stays open until Close.
+func (p *PolledEpoll) Run() error {
+	raw, err := p.file.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("epoll set: %w", err)
 	}
-	_ = p.file.Close()
-	p.wakeMu.Lock()
-	p.ended = true
+	if err := raw.Read(p.pollFn); err != nil {
+		return fmt.Errorf("wait for the epoll set: %w", err)
+	}
+	return p.err
+}
+
+// Close closes the set and the eventfd, once Run has returned (or was
+// never called). Later calls, and Wake, do nothing.
+func (p *PolledEpoll) Close() error {
+	p.closeMu.Lock()
+	defer p.closeMu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	err := p.file.Close()
 	_ = unix.Close(p.wakeFD)
-	p.wakeMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("close epoll set: %w", err)
+	}
+	return nil
 }
 
 // poll takes batches with EpollWait0 until one comes back short and left
@@ -135,6 +166,7 @@ func (p *PolledEpoll) poll(fd uintptr) bool {
 			continue
 		}
 		if err != nil {
+			p.err = fmt.Errorf("epoll_wait: %w", err)
 			return true
 		}
 		p.more = false

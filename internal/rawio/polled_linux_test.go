@@ -11,8 +11,8 @@ import (
 
 // TestPolledEpoll: Wake reaches serve as the eventfd's event, a member
 // left readable is served again after More until it is drained, More
-// brings a batch even when nothing is queued, and serve's false ends Run,
-// which closes the set.
+// brings a batch even when nothing is queued, serve's false ends Run, and
+// Close closes the set.
 func TestPolledEpoll(t *testing.T) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	require.NoError(t, err)
@@ -58,7 +58,8 @@ func TestPolledEpoll(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, p.Ctl(unix.EPOLL_CTL_ADD, fds[0], unix.EPOLLIN))
 	done := make(chan struct{})
-	go func() { defer close(done); p.Run() }()
+	var runErr error
+	go func() { defer close(done); runErr = p.Run() }()
 
 	_, err = unix.Write(fds[1], []byte("abc"))
 	require.NoError(t, err)
@@ -84,19 +85,23 @@ func TestPolledEpoll(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not end when serve said false")
 	}
-	require.ErrorIs(t, unix.Close(p.fd), unix.EBADF, "Run closes the set")
+	require.NoError(t, runErr, "serve's false ends Run without an error")
+	require.NoError(t, p.Close())
+	require.ErrorIs(t, unix.Close(p.fd), unix.EBADF, "Close closes the set")
+	require.NoError(t, p.Close(), "a second Close does nothing")
 	require.NoError(t, unix.Close(fds[0]))
 }
 
-// TestPolledEpollWakeAfterRun: a Wake that comes after Run has returned
-// (a caller that checked its own state before the loop ended) writes
-// nothing, even to a descriptor that has taken the eventfd's number since.
-func TestPolledEpollWakeAfterRun(t *testing.T) {
+// TestPolledEpollWakeAfterClose: a Wake that comes after Close (a caller
+// that checked its own state before the loop ended) writes nothing, even
+// to a descriptor that has taken the eventfd's number since.
+func TestPolledEpollWakeAfterClose(t *testing.T) {
 	p, err := NewPolledEpoll(8, func([]unix.EpollEvent) bool { return false })
 	require.NoError(t, err)
 	wakeFD := p.wakeFD
 	p.Wake()
-	p.Run() // serves the wake and ends at once
+	require.NoError(t, p.Run()) // serves the wake and ends at once
+	require.NoError(t, p.Close())
 	// The lowest free numbers are handed out first: the socket pair takes
 	// the set's and the eventfd's.
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
@@ -115,5 +120,5 @@ func TestPolledEpollWakeAfterRun(t *testing.T) {
 	p.Wake()
 	var b [8]byte
 	_, e := ReadFD(uintptr(peer), b[:])
-	require.Equal(t, unix.EAGAIN, e, "Wake after Run wrote to descriptor %d", reused)
+	require.Equal(t, unix.EAGAIN, e, "Wake after Close wrote to descriptor %d", reused)
 }

@@ -87,10 +87,13 @@ func newLoop() (*loop, error) {
 }
 
 // run is the loop's goroutine: the set's Run serves events in dispatch
-// until stop. Then it closes every pair (the set closes itself).
+// until stop (or until the set fails, which ends the loop the same way).
+// Then it closes every pair, and the set once nothing can reach it:
+// dropAll marks the loop closed, so Add and Cut leave the set alone.
 func (l *loop) run() {
-	l.set.Run()
+	_ = l.set.Run()
 	l.dropAll()
+	_ = l.set.Close()
 }
 
 // dispatch serves one batch; false once the loop is stopped. The pairs of
