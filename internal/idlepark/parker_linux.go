@@ -3,7 +3,6 @@ package idlepark
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -40,23 +39,23 @@ type wakeup struct {
 
 // Parker holds idle connections in one epoll set. See the package comment.
 type Parker struct {
-	log  *zap.Logger
-	epfd int
-	// file wraps epfd for Go's netpoller; poll waits on it and closing it
-	// stops poll.
-	file      *os.File
-	closeOnce sync.Once
-	closeErr  error
-	done      chan struct{} // closed when poll has returned
-	parked    atomic.Int64
+	log *zap.Logger
+	// set is the epoll set, waited for through Go's netpoller by poll's
+	// goroutine (rawio.PolledEpoll). Close wakes it to end poll, which
+	// closes the set.
+	set      *rawio.PolledEpoll
+	done     chan struct{} // closed when poll has returned
+	closeErr error         // the set's close, written by poll before done
+	parked   atomic.Int64
 
-	// mu guards closed and slots. Every epoll_ctl on epfd happens under mu
-	// with closed false, so epfd is open and is never a reused number.
+	// mu guards closed and slots. Every epoll_ctl on the set happens under
+	// mu with closed false, and poll closes the set only after closed is
+	// set, so the set is open and is never a reused number.
 	mu     sync.Mutex
 	closed bool
 	slots  []slot
 
-	events []unix.EpollEvent // owned by poll
+	batch []wakeup // dispatch's scratch, owned by poll's goroutine
 }
 
 // New creates the epoll set and starts the goroutine that drains it. log may
@@ -65,36 +64,13 @@ func New(log *zap.Logger) (*Parker, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	p := &Parker{log: log, done: make(chan struct{})}
+	set, err := rawio.NewPolledEpoll(batchSize, p.serve)
 	if err != nil {
-		return nil, fmt.Errorf("epoll_create1: %w", err)
+		return nil, fmt.Errorf("idlepark: %w", err)
 	}
-	// A non-blocking fd given to os.NewFile is registered with the netpoller:
-	// an epoll fd polls readable while its ready list is not empty.
-	if err := unix.SetNonblock(epfd, true); err != nil {
-		_ = unix.Close(epfd)
-		return nil, fmt.Errorf("set epoll fd non-blocking: %w", err)
-	}
-	file := os.NewFile(uintptr(epfd), "idlepark-epoll")
-	// SetReadDeadline fails with os.ErrNoDeadline if the netpoller refused
-	// the fd; RawConn.Read would then never wait.
-	if err := file.SetReadDeadline(noDeadline); err != nil {
-		_ = file.Close()
-		return nil, fmt.Errorf("register epoll fd with the netpoller: %w", err)
-	}
-	raw, err := file.SyscallConn()
-	if err != nil {
-		_ = file.Close()
-		return nil, fmt.Errorf("epoll fd: %w", err)
-	}
-	p := &Parker{
-		log:    log,
-		epfd:   epfd,
-		file:   file,
-		done:   make(chan struct{}),
-		events: make([]unix.EpollEvent, batchSize),
-	}
-	go p.poll(raw)
+	p.set = set
+	go p.poll()
 	return p, nil
 }
 
@@ -134,11 +110,10 @@ func (p *Parker) park(fd int, wake func(WakeReason)) error {
 	}
 	s := &p.slots[fd]
 	gen := s.gen + 1
-	ev := unix.EpollEvent{Events: parkEvents, Fd: int32(fd), Pad: int32(gen)}
 	// The slot is written under mu before the event can be dispatched
 	// (dispatch takes mu too), so an fd that is readable at once still
 	// finds its slot.
-	err := rawio.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev)
+	err := p.set.CtlPad(unix.EPOLL_CTL_ADD, fd, parkEvents, int32(gen))
 	switch {
 	case errors.Is(err, unix.EEXIST) && s.wake != nil:
 		return ErrParked
@@ -197,7 +172,7 @@ func (p *Parker) unpark(fd int) func(WakeReason) {
 // Called with mu held and closed false.
 func (p *Parker) release(fd int) func(WakeReason) {
 	s := &p.slots[fd]
-	if err := rawio.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil); err != nil {
+	if err := p.set.Ctl(unix.EPOLL_CTL_DEL, fd, 0); err != nil {
 		// ENOENT: closed behind our back. The wake still runs, so the
 		// session ends when it finds the connection closed.
 		p.log.Error("idlepark: epoll_ctl del", zap.Int("fd", fd), zap.Error(err))
@@ -213,14 +188,10 @@ func (p *Parker) Len() int { return int(p.parked.Load()) }
 
 // Close stops the Parker: later Parks return ErrClosed, every connection
 // still parked is woken with WakeClosed, the goroutine returns and the epoll
-// fd is closed. Safe to call more than once and concurrently.
+// set is closed. Safe to call more than once and concurrently.
 func (p *Parker) Close() error {
 	wakes, _ := p.shut()
-	p.closeOnce.Do(func() {
-		if err := p.file.Close(); err != nil {
-			p.closeErr = fmt.Errorf("close epoll fd: %w", err)
-		}
-	})
+	p.set.Wake() // poll sees closed and ends; a no-op once the set is closed
 	<-p.done
 	for _, w := range wakes {
 		go w(WakeClosed)
@@ -230,7 +201,7 @@ func (p *Parker) Close() error {
 
 // shut marks the Parker closed and empties the set's bookkeeping, returning
 // the wakes still pending; first is false (and wakes nil) if it was shut
-// already. The kernel drops the registrations when the epoll fd is closed.
+// already. The kernel drops the registrations when the set is closed.
 func (p *Parker) shut() (wakes []func(WakeReason), first bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

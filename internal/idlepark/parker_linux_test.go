@@ -199,8 +199,9 @@ func TestStaleEvent(t *testing.T) { // not parallel: it needs the fd number back
 	require.Equal(t, fdA, fdOf(t, b.client), "fd number not reused")
 	require.NoError(t, p.Park(b.client.(syscall.Conn), func(r WakeReason) { reasons <- "b " + r.String() }))
 
-	batch := p.dispatch([]unix.EpollEvent{stale}, nil)
+	batch, open := p.dispatch([]unix.EpollEvent{stale}, nil)
 	require.Empty(t, batch, "stale event dispatched")
+	require.True(t, open)
 	require.Equal(t, 1, p.Len())
 	require.NoError(t, p.Close())
 	require.Equal(t, "b closed", receive(t, reasons))

@@ -1,72 +1,57 @@
 package idlepark
 
 import (
-	"errors"
-	"syscall"
-	"time"
+	"fmt"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
-
-	"github.com/doorman-go/doorman/internal/rawio"
 )
 
-var noDeadline time.Time
-
-// poll is the Parker's goroutine. It does not block an OS thread in
-// epoll_wait: RawConn.Read parks it in Go's netpoller until the epoll fd is
-// readable (its ready list is not empty), then epoll_wait with timeout 0
-// takes the events in batches. When a batch comes back short the list was
-// empty at that instant; an event queued after it wakes the netpoller again
-// (the netpoller's edge-triggered registration fires on every event the
-// inner set queues, and RawConn.Read keeps a readiness that arrives while
-// the callback runs). It returns when Close closes the file.
-func (p *Parker) poll(raw syscall.RawConn) {
+// poll is the Parker's goroutine: the set's Run serves batches in serve
+// until Close (or until the set fails), then the set is closed. The set
+// waits in Go's netpoller, so no OS thread blocks in epoll_wait.
+func (p *Parker) poll() {
 	defer close(p.done)
-	var (
-		waitErr error
-		batch   []wakeup
-	)
-	err := raw.Read(func(fd uintptr) bool {
-		for {
-			n, err := rawio.EpollWait0(int(fd), p.events)
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			if err != nil {
-				waitErr = err
-				return true
-			}
-			batch = p.dispatch(p.events[:n], batch[:0])
-			if n < len(p.events) {
-				return false
-			}
-		}
-	})
-	if waitErr != nil {
-		err = waitErr
-	}
-	// Close shuts before it closes the file: if nothing is shut yet, poll
-	// failed on its own. Nothing would wake the parked connections any
-	// more, so end them now; later Parks fail and callers keep their
-	// goroutines.
+	err := p.set.Run()
+	// Close shuts before it wakes the set: if nothing is shut yet, the set
+	// failed on its own. Shut first in any case, so that no Park or Unpark
+	// touches the set once it is closed.
 	wakes, first := p.shut()
+	if cerr := p.set.Close(); cerr != nil {
+		p.closeErr = fmt.Errorf("idlepark: %w", cerr)
+	}
 	if !first {
 		return
 	}
+	// Nothing would wake the parked connections any more, so end them
+	// now; later Parks fail and callers keep their goroutines.
 	p.log.Error("idlepark: epoll wait failed, waking every parked connection", zap.Error(err), zap.Int("parked", len(wakes)))
 	for _, w := range wakes {
 		go w(WakeError)
 	}
 }
 
+// serve is one batch of the set: the eventfd's event (Close's Wake) is
+// cleared, the other events are dispatched; false once the Parker is
+// closed.
+func (p *Parker) serve(events []unix.EpollEvent) bool {
+	var open bool
+	p.batch, open = p.dispatch(events, p.batch[:0])
+	return open
+}
+
 // dispatch takes the woken connections out of the set and starts their
-// wakes. Events whose slot is free or of another generation are stale and
-// dropped. batch is scratch space, returned for reuse.
-func (p *Parker) dispatch(events []unix.EpollEvent, batch []wakeup) []wakeup {
+// wakes, and reports whether the Parker is still open. Events whose slot
+// is free or of another generation are stale and dropped. batch is scratch
+// space, returned for reuse.
+func (p *Parker) dispatch(events []unix.EpollEvent, batch []wakeup) ([]wakeup, bool) {
 	p.mu.Lock()
 	for i := range events {
 		ev := &events[i]
+		if p.set.IsWake(ev.Fd) {
+			p.set.DrainWake()
+			continue
+		}
 		fd := int(ev.Fd)
 		if p.closed || fd < 0 || fd >= len(p.slots) {
 			continue
@@ -77,12 +62,13 @@ func (p *Parker) dispatch(events []unix.EpollEvent, batch []wakeup) []wakeup {
 		}
 		batch = append(batch, wakeup{wake: p.release(fd), reason: reasonOf(ev.Events)})
 	}
+	open := !p.closed
 	p.mu.Unlock()
 	for i := range batch {
 		go batch[i].wake(batch[i].reason)
 		batch[i] = wakeup{} // drop the reference: the session may end
 	}
-	return batch
+	return batch, open
 }
 
 // reasonOf names what epoll reported; an error wins over a hangup, a hangup

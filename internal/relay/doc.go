@@ -5,8 +5,9 @@
 // A Relay owns a few loops (New(n)); each loop owns one epoll set, one
 // goroutine and one read buffer. The loop's goroutine waits for the epoll fd
 // through Go's netpoller (no OS thread blocked in epoll_wait) and takes the
-// events with epoll_wait(0) in batches, as internal/idlepark does. Add takes
-// a client and a server connection over: it keeps dups of their descriptors
+// events with epoll_wait(0) in batches (rawio.PolledEpoll, which
+// internal/idlepark runs on too). Add takes a client and a server
+// connection over: it keeps dups of their descriptors
 // and closes the net.Conns, so Go's netpoller no longer watches them and
 // every readiness goes to the loop alone. From then on the loop owns both
 // sockets and every byte in flight; the caller holds a *Pair to learn how it
