@@ -156,6 +156,22 @@ func authQueryStat(t *testing.T, d *apptest.Instance, col string) int {
 	return n
 }
 
+// waitAuthQueryStat polls SHOW AUTH_QUERY until col is want, for up to 5
+// s: a failed login is counted after its session has written the
+// ErrorResponse, so the client that got it may ask before the count.
+func waitAuthQueryStat(t *testing.T, d *apptest.Instance, col string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := authQueryStat(t, d, col)
+		if got == want || time.Now().After(deadline) {
+			require.Equal(t, want, got, col)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // lookups is how often PostgreSQL ran the lookup function in aqdb
 // (pg_stat_user_functions, flushed by the executor's backends when idle).
 func lookups(t *testing.T) int64 {

@@ -49,7 +49,7 @@ func TestLoginModes(t *testing.T) {
 			}
 			require.Contains(t, users, want, "SHOW POOLS lists the auth_query pool")
 			require.Equal(t, 2, authQueryStat(t, d, "auth_success"))
-			require.Equal(t, 2, authQueryStat(t, d, "auth_failure"))
+			waitAuthQueryStat(t, d, "auth_failure", 2)
 			require.Equal(t, 2, authQueryStat(t, d, "cache_hits"), "the wrong password is checked against the cache")
 		})
 	}
@@ -110,7 +110,7 @@ func TestNegativeCaching(t *testing.T) {
 	}
 	require.Equal(t, 1, authQueryStat(t, d, "executor_queries"))
 	require.Equal(t, 199, authQueryStat(t, d, "cache_hits"))
-	require.Equal(t, 200, authQueryStat(t, d, "auth_failure"))
+	waitAuthQueryStat(t, d, "auth_failure", 200)
 	waitLookups(t, before+1)
 }
 
