@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -137,7 +138,7 @@ func TestForwardPathAllocations(t *testing.T) {
 func BenchmarkForwardPath(b *testing.B) {
 	cases := forwardCases()
 	for _, tt := range cases[:2] {
-		b.Run("direct, "+tt.name[:len(tt.name)-len(", rewriting off")], func(b *testing.B) {
+		b.Run("direct, "+strings.TrimSuffix(tt.name, ", rewriting off"), func(b *testing.B) {
 			setupUsers(b)
 			runForward(b, newRawClient(b, pg.DSN("app", "app-secret", "appdb")), tt.msg)
 		})
