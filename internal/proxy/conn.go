@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"net"
 	"time"
 
@@ -71,7 +72,15 @@ func (c *conn) ServerEnded() {
 }
 
 // Ended is the end of a connection on the relay, on its loop's goroutine.
-func (c *conn) Ended(error) {
+// A loop whose epoll set failed ends all its connections: each is counted
+// as a relay error and logged; any other error is the peers' own (a reset,
+// a broken pipe) and ends the connection as an EOF would.
+func (c *conn) Ended(err error) {
+	if errors.Is(err, relay.ErrLoopFailed) {
+		c.port.env.metrics.RelayErrors.WithLabelValues(c.spec.Cluster, c.spec.Name).Inc()
+		c.port.env.log.Error("connection closed: its event loop failed", zap.String("cluster", c.spec.Cluster),
+			zap.String("port", c.spec.Name), zap.String("backend", c.b.addr), zap.Error(err))
+	}
 	wasCut := c.port.state.detach(c)
 	c.finish(wasCut)
 	c.port.conns.Done()

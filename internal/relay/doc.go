@@ -19,7 +19,9 @@
 // waits that side is not read: memory is bounded by the number of pairs,
 // never by what a peer sends or fails to read. A clean EOF is passed on as
 // a half-close (shutdown SHUT_WR); the pair ends when both sides have sent
-// EOF, on any error, or on Cut, and then both sockets are closed.
+// EOF, on any error, or on Cut, and then both sockets are closed. A loop
+// whose epoll set fails ends all its pairs with an Err wrapping
+// ErrLoopFailed and takes no more; Add deals to the loops still alive.
 //
 // Relay and Pair methods are safe for concurrent use. The package does not
 // dial, route, parse what it moves or terminate TLS. On systems other than

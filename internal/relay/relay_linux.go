@@ -46,8 +46,13 @@ func New(n int) (*Relay, error) {
 // Whatever happens, the caller must not use either connection again: on an
 // error both are closed. ev (may be nil) hears of the pair's end on the
 // loop's goroutine (see Events); it is not called when Add fails.
+// A loop whose set failed is passed over while another one lives.
 func (r *Relay) Add(client, server *net.TCPConn, ev Events) (*Pair, error) {
-	l := r.loops[int(r.next.Add(1)-1)%len(r.loops)]
+	start := int(r.next.Add(1) - 1)
+	l := r.loops[start%len(r.loops)]
+	for i := 1; i < len(r.loops) && l.failed.Load(); i++ {
+		l = r.loops[(start+i)%len(r.loops)]
+	}
 	return l.add(client, server, ev)
 }
 
@@ -64,7 +69,8 @@ func (r *Relay) Close() {
 // batch and every added pair's sockets; mu guards pairs (the
 // descriptor-indexed table Add writes), cuts and closed.
 type loop struct {
-	set *rawio.PolledEpoll // its eventfd: Cut and stop write it
+	set    *rawio.PolledEpoll // its eventfd: Cut and stop write it
+	failed atomic.Bool        // the set failed: Add passes this loop over
 
 	mu     sync.Mutex
 	pairs  []*Pair // by descriptor
@@ -87,12 +93,17 @@ func newLoop() (*loop, error) {
 }
 
 // run is the loop's goroutine: the set's Run serves events in dispatch
-// until stop (or until the set fails, which ends the loop the same way).
-// Then it closes every pair, and the set once nothing can reach it:
-// dropAll marks the loop closed, so Add and Cut leave the set alone.
+// until stop, or until the set fails, which ends the loop the same way but
+// with every open pair's Err wrapping ErrLoopFailed. Then it closes every
+// pair, and the set once nothing can reach it: dropAll marks the loop
+// closed, so Add and Cut leave the set alone.
 func (l *loop) run() {
-	_ = l.set.Run()
-	l.dropAll()
+	var failed error
+	if err := l.set.Run(); err != nil {
+		failed = fmt.Errorf("%w: %w", ErrLoopFailed, err)
+		l.failed.Store(true)
+	}
+	l.dropAll(failed)
 	_ = l.set.Close()
 }
 
@@ -205,13 +216,20 @@ func (l *loop) add(client, server *net.TCPConn, ev Events) (*Pair, error) {
 	return p, nil
 }
 
-// dropAll closes every pair; run's last step.
-func (l *loop) dropAll() {
+// dropAll closes every pair, each with failed as its Err when the set
+// failed (nil: stopped); run's last step.
+func (l *loop) dropAll(failed error) {
 	var ended []*Pair
 	l.mu.Lock()
 	l.closed = true
 	for _, p := range l.pairs {
-		if p != nil && l.dropLocked(p) {
+		if p == nil || p.gone {
+			continue
+		}
+		if failed != nil {
+			p.fail(failed)
+		}
+		if l.dropLocked(p) {
 			ended = append(ended, p)
 		}
 	}

@@ -549,3 +549,62 @@ type cutter struct{ p *Pair }
 
 func (c *cutter) ServerEnded()  {}
 func (c *cutter) Ended(_ error) { c.p.Cut() }
+
+// TestRelayLoopFailure: when a loop's epoll set fails (here: the set is
+// closed under the waiting Run, which makes the netpoller's wait return an
+// error), every pair of that loop ends with an Err wrapping ErrLoopFailed,
+// its Events hear the same error, both clients see the connection close,
+// and that loop refuses new pairs, which Add gives to the other loop; the
+// other loop's pair is unharmed.
+func TestRelayLoopFailure(t *testing.T) {
+	r := newRelay(t, 2)
+	rec := newRecorder()
+	client, proxyIn := tcpPair(t)
+	proxyOut, server := tcpPair(t)
+	failing, err := r.Add(proxyIn, proxyOut, rec) // loop 0
+	require.NoError(t, err)
+	other := startPair(t, r) // loop 1
+
+	require.NoError(t, r.loops[0].set.Close())
+	waitDone(t, failing)
+	require.ErrorIs(t, failing.Err(), ErrLoopFailed)
+	_, evErr := rec.wait(t)
+	require.ErrorIs(t, evErr, ErrLoopFailed)
+	for _, c := range []*net.TCPConn{client, server} {
+		_ = c.SetReadDeadline(time.Now().Add(waitFor))
+		_, err := c.Read(make([]byte, 1))
+		require.ErrorIs(t, err, io.EOF)
+	}
+
+	// Add passes the failed loop over (once it is known to have failed:
+	// waitDone above came after run marked it).
+	for range 3 {
+		require.False(t, ended(startPair(t, r).p.Done()))
+	}
+	require.Equal(t, 4, livePairs(r.loops[1]), "every new pair went to the live loop")
+	a, b := tcpPair(t)
+	_, err = r.loops[0].add(a, b, nil)
+	require.ErrorIs(t, err, ErrClosed)
+
+	_, err = other.client.Write([]byte("ping"))
+	require.NoError(t, err)
+	buf := make([]byte, 4)
+	_ = other.server.SetReadDeadline(time.Now().Add(waitFor))
+	_, err = io.ReadFull(other.server, buf)
+	require.NoError(t, err)
+	require.Equal(t, "ping", string(buf))
+	require.False(t, ended(other.p.Done()))
+}
+
+// livePairs counts the pairs l serves.
+func livePairs(l *loop) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := map[*Pair]bool{}
+	for _, p := range l.pairs {
+		if p != nil && !p.gone {
+			seen[p] = true
+		}
+	}
+	return len(seen)
+}
