@@ -27,9 +27,10 @@
 // While a client sits idle between transactions it holds no server
 // connection and, after its release (idleRelease, 100 ms, doubling up to
 // 800 ms for a client that keeps coming back soon after a park:
-// adaptRelease), no read buffer (the Reader releases it) and, over
-// plaintext, no goroutine: it is parked in Env.Parker and resume continues
-// it in a new goroutine. A client that has sent nothing since its welcome
+// adaptRelease), no read buffer (the Reader releases it; a client whose
+// last wait outlasted its release starts the next one without it) and,
+// over plaintext, after parkAfter (4) releases no goroutine: it is parked
+// in Env.Parker and resume continues it in a new goroutine. A client that has sent nothing since its welcome
 // is parked at once, without that wait, and
 // deep: its net.Conn is closed and the Parker holds a dup of the socket
 // (parkedSocket), which resume makes a net.Conn again (net.FileConn, then

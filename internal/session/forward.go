@@ -240,24 +240,32 @@ func (s *Session) streamToServer(srv *pooler.Conn, sbuf *[]byte, frameLen int) e
 }
 
 // idleRelease is how long a client between transactions keeps its read
-// buffer and its goroutine, at most (at least half of it: see stallGuard's
-// idleWait), until it has been parked and came back soon (adaptRelease). A
-// busy client reads each message with one syscall into the buffer it holds;
-// one that stays quiet longer gives the buffer back and is parked
-// (Env.Parker), so idle clients cost no buffer and no goroutine stack (the
-// next read then takes the 5-byte header first).
+// buffer, at most (at least half of it: see stallGuard's idleWait), until
+// it has been parked and came back soon (adaptRelease). A busy client
+// reads each message with one syscall into the buffer it holds; one that
+// stays quiet longer gives the buffer back (the next read then takes the
+// 5-byte header first) and, parkAfter times as long after its last message,
+// its goroutine too: it is parked (Env.Parker), so idle clients cost no
+// buffer and no goroutine stack.
 const idleRelease = 100 * time.Millisecond
+
+// parkAfter is how many releases a client waits before it is parked. A
+// park and the resume after it cost far more than the read the released
+// buffer costs (docs/benchmarks.md, "Twelfth pass": 155 against 90–117 µs
+// of CPU per transaction with 400 clients at 500 transactions a second),
+// so the goroutine stays longer than the buffer.
+const parkAfter = 4
 
 // errParked: the client was handed to the Parker; the goroutine that ran
 // the session must return without touching it.
 var errParked = errors.New("client parked")
 
-// peekClient reads the next client message header. When it has to wait,
-// it waits at most the client's release (adaptRelease) at a time: a client
-// that stays quiet between transactions then gives back its read buffer
-// and is parked (or waits without a buffer when it cannot be parked).
-// Between transactions may begin during the wait, when serverLoop releases
-// the server.
+// peekClient reads the next client message header. When it has to wait
+// between transactions, a client that stays quiet for its release
+// (adaptRelease) gives back its read buffer, and one quiet for parkAfter
+// releases is parked (one that cannot be parked waits on without a
+// buffer). Between transactions may begin during the wait, when
+// serverLoop releases the server.
 func (s *Session) peekClient(ctx context.Context) (byte, int, error) {
 	if s.migrating.Load() && s.idleForMigration() {
 		if err := s.handOff(); err != nil {
@@ -284,6 +292,20 @@ func (s *Session) peekClient(ctx context.Context) (byte, int, error) {
 			}
 		}
 	}
+	// A client that can be parked waits in two stages: its release
+	// (idleRelease << releaseShift) gives back the read buffer, and
+	// parkAfter times that parks it; see parkAfter. A client whose last
+	// wait outlasted its release waits without the buffer from the start
+	// (slow), until one comes back within its release again.
+	release := idleRelease << s.releaseShift
+	wait, unbuffered := release, false
+	var since time.Time // of a slow client's wait
+	if s.slow && s.parkable() && s.attached() == nil && s.crd.Buffered() == 0 {
+		s.crd.Release()
+		s.cmem.Set(0)
+		since = time.Now()
+		wait, unbuffered = release*parkAfter, true
+	}
 	for {
 		if b := s.crd.Buffered(); b > 0 {
 			if b < protocol.HeaderLen {
@@ -298,11 +320,14 @@ func (s *Session) peekClient(ctx context.Context) (byte, int, error) {
 			s.crd.Shrink() // a buffer grown for a large message goes back now
 			s.cmem.Set(grownSize(s.crd))
 		}
-		s.guard.idleWait(idleRelease << s.releaseShift)
+		s.guard.idleWait(wait)
 		typ, n, err := s.crd.PeekHeader()
 		// errors.Is, not errors.As into a net.Error: that would put the
 		// variable on the heap on every wait.
 		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+			if !since.IsZero() && time.Since(since) < release {
+				s.setSlow(false) // back within its release
+			}
 			return typ, n, err // the deadline stays for the next wait
 		}
 		s.guard.idleClear() // fired: no later read may end by it
@@ -314,6 +339,14 @@ func (s *Session) peekClient(ctx context.Context) (byte, int, error) {
 			if err := s.handOff(); err != nil {
 				return 0, 0, err
 			}
+			continue
+		}
+		if !unbuffered && s.parkable() {
+			// The release: the buffer is gone, the goroutine waits on
+			// until the park.
+			s.cmem.Set(0)
+			s.setSlow(true)
+			wait, unbuffered = release*(parkAfter-1), true
 			continue
 		}
 		if s.park(ctx, false) {

@@ -114,7 +114,7 @@ func (g *stallGuard) Read(p []byte) (int, error) {
 // message, ends by release from now at the latest and not before release/2.
 func (g *stallGuard) idleWait(release time.Duration) {
 	now := time.Now()
-	if !g.idleAt.IsZero() && g.idleAt.Sub(now) >= release/2 {
+	if left := g.idleAt.Sub(now); !g.idleAt.IsZero() && left >= release/2 && left <= release {
 		return
 	}
 	g.idleAt = idleDeadline(now, release)

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,53 @@ func TestAdaptRelease(t *testing.T) {
 			s.adaptRelease()
 			if s.releaseShift != tt.want {
 				t.Fatalf("release shift %d, want %d", s.releaseShift, tt.want)
+			}
+		})
+	}
+}
+
+// idleWait keeps the deadline a wait set while it is between half and all
+// of the new release away (a busy client's waits cost no timer update),
+// and sets a new one when it is nearer, or farther: a deadline left by a
+// longer wait (a slow client's wait until its park) must not stretch a
+// shorter one.
+func TestIdleWaitKeepsDeadlineInRange(t *testing.T) {
+	release := idleRelease << 2 // 400 ms
+	tests := []struct {
+		name string
+		left time.Duration // of the deadline set before; 0: none
+		keep bool
+	}{
+		{"none", 0, false},
+		{"all of the release away", release, true},
+		{"just over half of it away", release/2 + 5*time.Millisecond, true},
+		{"less than half away", release/2 - time.Millisecond, false},
+		{"farther than the release", release + idleGrid, false},
+		{"a park's wait away", parkAfter * release, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := net.Pipe()
+			defer a.Close()
+			defer b.Close()
+			g := &stallGuard{nc: a}
+			var before time.Time
+			if tt.left > 0 {
+				before = time.Now().Add(tt.left)
+				g.idleAt = before
+			}
+			g.idleWait(release)
+			if tt.keep {
+				if !g.idleAt.Equal(before) {
+					t.Fatalf("deadline replaced: %v, want the one %v away kept", time.Until(g.idleAt), tt.left)
+				}
+				return
+			}
+			if g.idleAt.Equal(before) {
+				t.Fatalf("deadline %v away kept", tt.left)
+			}
+			if d := time.Until(g.idleAt); d > release || d <= release-idleGrid-10*time.Millisecond {
+				t.Fatalf("new deadline %v away, want within (%v, %v]", d, release-idleGrid, release)
 			}
 		})
 	}

@@ -132,18 +132,39 @@ func (s *Session) resume(ctx context.Context) {
 	s.end(s.run(ctx))
 }
 
-// maxReleaseShift bounds a client's release: idleRelease << 3 = 800 ms.
-// A park and the resume after it cost far more than the transaction
-// between them (a timer, two epoll calls, a goroutine start and thread
-// wake-ups: docs/benchmarks.md, "Fifth pass"), so a client that comes
-// back soon after each park is parked later, doubling, up to this.
+// maxReleaseShift bounds a client's release: idleRelease << 3 = 800 ms,
+// and its park parkAfter times that, 3.2 s. A park and the resume after it
+// cost far more than the transaction between them (a timer, two epoll
+// calls, a goroutine start and thread wake-ups: docs/benchmarks.md,
+// "Fifth pass"), so a client that comes back soon after each park is
+// parked later, doubling, up to this.
 const maxReleaseShift = 3
 
 // releaseBack: a client back this soon after its last transaction began
-// is "back soon" for adaptRelease. Twice the longest release, so that a
-// client at the bound, whose park comes up to 800 ms after its last
-// message, stays there when it comes back right after the park.
-const releaseBack = 2 * idleRelease << maxReleaseShift
+// is "back soon" for adaptRelease. Twice the longest wait before a park,
+// so that a client at the bound, whose park comes up to 3.2 s after its
+// last message, stays there when it comes back right after the park.
+const releaseBack = 2 * parkAfter * idleRelease << maxReleaseShift
+
+// setSlow sets slow, under mu so that Slow may read it from elsewhere;
+// the client loop, its only writer, reads it without.
+func (s *Session) setSlow(v bool) {
+	s.mu.Lock()
+	s.slow = v
+	s.mu.Unlock()
+}
+
+// Slow reports whether the client's next wait between transactions starts
+// without its read buffer (its last wait outlasted its release).
+func (s *Session) Slow() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.slow
+}
+
+// parkable: the client can be handed to the Parker when idle (plaintext,
+// and the daemon has one); the others wait in their goroutine.
+func (s *Session) parkable() bool { return s.env.Parker != nil && s.tls == nil }
 
 // adaptRelease runs at each resume, under mu: a client back within
 // releaseBack of its last transaction's start is parked later next time
@@ -162,7 +183,8 @@ func (s *Session) adaptRelease() {
 }
 
 // IdleRelease is how long the client's next wait between transactions
-// keeps its goroutine and buffer, at most (adaptRelease).
+// keeps its buffer, at most (adaptRelease); it is parked after parkAfter
+// times that.
 func (s *Session) IdleRelease() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()

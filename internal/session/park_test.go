@@ -313,7 +313,7 @@ func TestReleaseAdapts(t *testing.T) {
 	}
 	waitParked := func(release time.Duration) {
 		t.Helper()
-		require.Eventually(t, s.Parked, 5*time.Second, 5*time.Millisecond, "parked, release %v", release)
+		require.Eventually(t, s.Parked, 10*time.Second, 5*time.Millisecond, "parked, release %v", release)
 	}
 	// The first query resumes the fresh (deep) park: no transaction
 	// before it, the release stays.
@@ -322,17 +322,74 @@ func TestReleaseAdapts(t *testing.T) {
 	waitParked(100 * time.Millisecond)
 	for _, want := range []time.Duration{200, 400, 800, 800} {
 		want *= time.Millisecond
-		query()
+		at := query()
 		require.Equal(t, want, s.IdleRelease(), "back at once after a park")
-		// Not synchronisation: the release is at least half of want away.
-		time.Sleep(want / 2 * 3 / 4)
-		require.False(t, s.Parked(), "parked before half its release (%v)", want)
+		// The park comes 4 releases after the last message: the release
+		// ends at least half of want - 25 ms (the grid) after it, and the
+		// park's wait 3 × want after that. Not synchronisation: 2 × want
+		// is past the release and well before the park.
+		time.Sleep(time.Until(at.Add(2 * want)))
+		require.False(t, s.Parked(), "parked before its release's end (%v) + 3 releases", want)
 		waitParked(want)
 	}
-	// Away longer than 1.6 s since the last transaction began.
+	// Away longer than 6.4 s (twice the longest wait before a park) since
+	// the last transaction began.
 	last := query()
 	waitParked(800 * time.Millisecond)
-	time.Sleep(time.Until(last.Add(1700 * time.Millisecond))) // the client is slow on purpose
+	time.Sleep(time.Until(last.Add(6500 * time.Millisecond))) // the client is slow on purpose
 	query()
 	require.Equal(t, 400*time.Millisecond, s.IdleRelease(), "back after a long pause")
+}
+
+// TestSlowClientWaitsWithoutBuffer: a client quiet for longer than its
+// release gives its read buffer back but keeps its goroutine (it is not
+// parked) until parkAfter releases have passed; its next wait starts
+// without the buffer (Slow), and its queries are answered as before; once
+// it comes back within its release it waits with the buffer again.
+func TestSlowClientWaitsWithoutBuffer(t *testing.T) {
+	d := start(t, "", "transaction", 2)
+	conn, err := pgx.Connect(context.Background(), d.DSN("app", "app-secret", "appdb"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	local := conn.PgConn().Conn().LocalAddr().String()
+	var s *session.Session
+	for _, c := range d.Daemon.Clients.List() {
+		if c.RemoteAddr.String() == local {
+			s = c
+		}
+	}
+	require.NotNil(t, s, "no session for the client")
+	query := func(want int) time.Time {
+		t.Helper()
+		var got int
+		require.NoError(t, conn.QueryRow(context.Background(), "SELECT $1::int + 1", pgx.QueryExecModeSimpleProtocol, want-1).Scan(&got))
+		require.Equal(t, want, got)
+		return time.Now()
+	}
+
+	// The first query resumes the fresh park: release 100 ms, park 400 ms
+	// after the last message.
+	at := query(1)
+	require.False(t, s.Slow())
+	require.Eventually(t, s.Slow, 2*time.Second, 5*time.Millisecond, "the release did not come")
+	require.False(t, s.Parked(), "parked at its release")
+	require.Less(t, time.Since(at), 300*time.Millisecond, "the release came late: the rest of the test does not hold")
+
+	// Quiet past its release again, in a wait that began without the
+	// buffer: still slow, and answered.
+	time.Sleep(time.Until(at.Add(150 * time.Millisecond))) // the client is slow on purpose
+	at = query(2)
+	require.True(t, s.Slow(), "came back after its release")
+	require.False(t, s.Parked())
+	time.Sleep(time.Until(at.Add(120 * time.Millisecond))) // the client is slow on purpose
+	at = query(3)
+	require.True(t, s.Slow(), "came back after its release")
+
+	// Back at once: the next wait keeps the buffer.
+	query(4)
+	require.False(t, s.Slow(), "came back within its release")
+
+	// And it is parked after four releases.
+	require.Eventually(t, s.Parked, 5*time.Second, 5*time.Millisecond)
+	query(5)
 }

@@ -159,6 +159,10 @@ type Session struct {
 	// (adaptRelease). Written under mu by the goroutine that resumes the
 	// session, before it runs the client loop, which reads it.
 	releaseShift uint8
+	// slow: the client's last wait between transactions outlasted its
+	// release, so the next one starts without the read buffer (peekClient).
+	// Written by the client loop under mu (setSlow), read by it without.
+	slow bool
 
 	// Binary upgrade: migrateTo (under mu) takes the client at its next
 	// idle point; migrating mirrors migrateTo != nil for the client loop's
