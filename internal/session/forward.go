@@ -251,9 +251,10 @@ const idleRelease = 100 * time.Millisecond
 
 // parkAfter is how many releases a client waits before it is parked. A
 // park and the resume after it cost far more than the read the released
-// buffer costs (docs/benchmarks.md, "Twelfth pass": 155 against 90–117 µs
-// of CPU per transaction with 400 clients at 500 transactions a second),
-// so the goroutine stays longer than the buffer.
+// buffer costs (docs/benchmarks.md, "Twelfth pass": with 400 clients at
+// 500 transactions a second, 148–172 µs of CPU per transaction parking at
+// the release, 125–135 at four releases), so the goroutine stays longer
+// than the buffer.
 const parkAfter = 4
 
 // errParked: the client was handed to the Parker; the goroutine that ran
