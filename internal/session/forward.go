@@ -302,8 +302,7 @@ func (s *Session) peekClient(ctx context.Context) (byte, int, error) {
 	wait, unbuffered := release, false
 	var since time.Time // of a slow client's wait
 	if s.slow && s.parkable() && s.attached() == nil && s.crd.Buffered() == 0 {
-		s.crd.Release()
-		s.cmem.Set(0)
+		s.crd.Release() // the loop's first turn sets cmem (nothing grown)
 		since = time.Now()
 		wait, unbuffered = release*parkAfter, true
 	}
@@ -345,7 +344,6 @@ func (s *Session) peekClient(ctx context.Context) (byte, int, error) {
 		if !unbuffered && s.parkable() {
 			// The release: the buffer is gone, the goroutine waits on
 			// until the park.
-			s.cmem.Set(0)
 			s.setSlow(true)
 			wait, unbuffered = release*(parkAfter-1), true
 			continue
