@@ -130,7 +130,7 @@ var (
 	inRecoveryDesc = poolDesc("pg_doorman_server_connect_in_recovery_total",
 		"New server connections of a pool closed and tried again because they came up in recovery while the local Patroni held the leader lock (a leader restarting in place, not promoted yet).")
 	leftWaitingDesc = poolDesc("pg_doorman_pools_clients_left_waiting_total",
-		"Clients of a pool found gone (end of file or reset on their socket) when a server connection came after they had to wait for one; their statements were not sent.")
+		"Clients of a pool found gone (end of file or reset on their socket) when a server connection came after they had waited 100 ms or more for one; their statements were not sent.")
 	waitsCanceledDesc = poolDesc("pg_doorman_pools_waits_canceled_total",
 		"Waits of clients of a pool for a server connection stopped by the client's cancel request; the statement was answered 57014 and not sent.")
 	scalingDesc = poolDesc("pg_doorman_pool_scaling",

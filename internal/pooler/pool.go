@@ -125,10 +125,11 @@ type Waiter interface {
 	// its next wait: whatever was sent and not received is its to drain
 	// in DoneWaiting.
 	Waiting() (stop <-chan struct{})
-	// DoneWaiting ends the wait; queued is false when a connection came
-	// within the pool's anticipation spin (pool.AcquireWaited), so that the
-	// client did not wait in the queue, for a connect or for a pause.
-	DoneWaiting(queued bool)
+	// DoneWaiting ends the wait, which lasted wait; queued is false when a
+	// connection came within the pool's anticipation spin
+	// (pool.AcquireWaited), so that the client did not wait in the queue,
+	// for a connect or for a pause.
+	DoneWaiting(queued bool, wait time.Duration)
 }
 
 // ErrCanceled: the wait was stopped through the Waiter (the client's
@@ -166,10 +167,10 @@ func (p *Pool) AcquireFor(ctx context.Context, w Waiter) (*Conn, error) {
 	p.Stats.ClientsWaiting.Add(1)
 	c, queued, err := p.conns.AcquireWaited(ctx, b)
 	p.Stats.ClientsWaiting.Add(-1)
-	if w != nil {
-		w.DoneWaiting(queued)
-	}
 	wait := time.Since(start)
+	if w != nil {
+		w.DoneWaiting(queued, wait)
+	}
 	p.Stats.WaitTime.Add(uint64(wait.Microseconds()))
 	p.Stats.WaitCount.Add(1)
 	if err != nil {

@@ -28,7 +28,7 @@ type Stats struct {
 	// request; the statement was answered 57014 and not sent.
 	WaitsCanceled atomic.Uint64
 	// LeftWhileWaiting: clients found gone (EOF, reset) when a server
-	// came after a wait; their statements were not run.
+	// came after a wait of 100 ms or more; their statements were not run.
 	LeftWhileWaiting atomic.Uint64
 	ClientsTotal     atomic.Uint64 // logins
 	ClientsActive    atomic.Int64  // logged-in clients holding or waiting for a server

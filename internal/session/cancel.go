@@ -79,9 +79,9 @@ func (s *Session) stopWaitLocked() bool {
 	return true
 }
 
-func (h *waitHook) DoneWaiting(queued bool) {
+func (h *waitHook) DoneWaiting(queued bool, wait time.Duration) {
 	s := (*Session)(h)
-	s.waited = queued // called by Acquire in the client loop's goroutine
+	s.waited = lookAfterWait(queued, wait) // called by Acquire in the client loop's goroutine
 	s.mu.Lock()
 	s.waiting = false
 	select {

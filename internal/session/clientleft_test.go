@@ -14,6 +14,7 @@ import (
 	"github.com/doorman-go/doorman/internal/app/apptest"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/protocol"
+	"github.com/doorman-go/doorman/internal/session"
 )
 
 // busyPool starts pg_doorman with a pool of one server for app/appdb and
@@ -40,7 +41,7 @@ func requireWaiting(t *testing.T, p *pooler.Pool) {
 }
 
 // TestClientLeftWhileWaiting: a client that sends a statement, waits for a
-// server (the pool's only one is busy) and leaves (closes or resets its
+// server (the pool's only one is busy) at least session.LeftCheckAfter and leaves (closes or resets its
 // socket, as a client does when its own timeout fires) does not have the
 // statement run once a server comes: PostgreSQL with
 // client_connection_check_interval would cancel it too, and the client
@@ -68,7 +69,12 @@ func TestClientLeftWhileWaiting(t *testing.T) {
 			_, err = waiter.Write(protocol.Query{String: fmt.Sprintf("INSERT INTO items VALUES (%d, 'left while waiting')", id)}.Encode(nil))
 			require.NoError(t, err)
 			requireWaiting(t, p)
+			waitSeen := time.Now()
 			tc.leave(t, waiter)
+			// The look at the client comes only after a wait of
+			// LeftCheckAfter: the server is given back once the wait is
+			// that long, the condition being time itself.
+			time.Sleep(time.Until(waitSeen.Add(session.LeftCheckAfter)))
 			require.NoError(t, tx.Commit(ctx))
 
 			require.Eventually(t, func() bool { return p.Stats.LeftWhileWaiting.Load() == 1 }, 5*time.Second, 5*time.Millisecond)

@@ -69,10 +69,9 @@ func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error
 		}
 		return nil, s.acquireFailed(err)
 	}
-	// Only after a real wait (DoneWaiting(true)): a server handed over at
-	// once or within the anticipation spin (at most 50 µs) costs nothing,
-	// not even a clock read. Under a pool at its warm threshold a third of
-	// acquires end in the spin, and each peek was a system call.
+	// Only after a real wait of leftCheckAfter or more (lookAfterWait): a
+	// server handed over at once or within the anticipation spin costs
+	// nothing, not even a clock read, and a short wait no system call.
 	if s.waited && clientLeft(s.nc, s.raw) {
 		// The client gave up while it waited (its connect or statement
 		// timeout, a reset): its statement is not run, as PostgreSQL's
@@ -90,6 +89,23 @@ func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error
 	}
 	s.bindServer(c)
 	return c, nil
+}
+
+// leftCheckAfter is the shortest wait for a server after which attach
+// looks whether the client is still there before sending its statement.
+// The look is a system call (a peek on the client's socket); under a pool
+// at its size nearly every transaction waits a few milliseconds, and a
+// client gives up on its own timeouts (connect, statement, context), which
+// are longer than this. A client that leaves during a shorter wait has its
+// statement run, as PostgreSQL runs a query whose client left before
+// client_connection_check_interval comes round.
+const leftCheckAfter = 100 * time.Millisecond
+
+// lookAfterWait reports whether a wait for a server (queued: not ended
+// within the pool's anticipation spin) lasted long enough for attach to
+// look at the client.
+func lookAfterWait(queued bool, wait time.Duration) bool {
+	return queued && wait >= leftCheckAfter
 }
 
 // bindServer makes c the session's server for its transaction.

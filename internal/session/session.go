@@ -121,8 +121,8 @@ type Session struct {
 	killed  bool
 	wake    bool // serverLoop must emit fake answers now (see rw)
 	// waited: the last Acquire waited in the pool's queue, for a connect
-	// or for a pause, not just within its anticipation spin (owned by the
-	// client loop).
+	// or for a pause, not just within its anticipation spin, for
+	// leftCheckAfter or more (owned by the client loop).
 	// Here, with skipToSync, in the padding after the flags above.
 	waited     bool
 	skipToSync bool // a refused extended-protocol message: drop messages up to Sync (owned by the client loop)

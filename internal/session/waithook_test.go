@@ -2,6 +2,7 @@ package session
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -21,15 +22,35 @@ func TestWaitHookStopsOnlyItsWait(t *testing.T) {
 	require.False(t, s.stopWaitLocked(), "one stop per wait")
 	s.mu.Unlock()
 	require.Len(t, stop, 1)
-	h.DoneWaiting(true) // the wait got its server before it read the stop
-	require.True(t, s.waited, "a queued wait makes attach look at the client")
+	h.DoneWaiting(true, leftCheckAfter) // the wait got its server before it read the stop
+	require.True(t, s.waited, "a long queued wait makes attach look at the client")
 
 	next := h.Waiting()
 	require.Equal(t, stop, next, "the channel is reused")
 	require.Empty(t, next, "the late stop does not end the next wait")
-	h.DoneWaiting(false)
+	h.DoneWaiting(false, 0)
 	require.False(t, s.waited, "a server within the spin is no wait")
 	s.mu.Lock()
 	require.False(t, s.stopWaitLocked())
 	s.mu.Unlock()
+}
+
+// lookAfterWait: only a wait in the queue (not the anticipation spin) of
+// leftCheckAfter or more makes attach look at the client.
+func TestLookAfterWait(t *testing.T) {
+	for _, tc := range []struct {
+		queued bool
+		wait   time.Duration
+		want   bool
+	}{
+		{false, 0, false},
+		{false, time.Second, false}, // not queued: the spin, whatever the clock says
+		{true, 0, false},
+		{true, 5 * time.Millisecond, false},
+		{true, leftCheckAfter - time.Microsecond, false},
+		{true, leftCheckAfter, true},
+		{true, 3 * time.Second, true},
+	} {
+		require.Equal(t, tc.want, lookAfterWait(tc.queued, tc.wait), "queued %v, wait %v", tc.queued, tc.wait)
+	}
 }
