@@ -18,13 +18,35 @@ const (
 	histBuckets = 32 * histSub
 )
 
+// bucketOf is floor(log2(us) × histSub), capped at the last bucket, without
+// a logarithm: the binary exponent of us gives the power of two, and its
+// mantissa compared with 2^(k/histSub) the bucket within it (Observe runs
+// twice per transaction).
 func bucketOf(us float64) int {
 	if us < 1 {
 		return 0
 	}
-	b := int(math.Log2(us) * histSub)
-	return min(b, histBuckets-1)
+	bits := math.Float64bits(us)
+	exp := int(bits>>52&0x7ff) - 1023
+	if exp >= histBuckets/histSub {
+		return histBuckets - 1
+	}
+	mant := bits & (1<<52 - 1)
+	sub := 0
+	for sub < histSub-1 && mant >= subBounds[sub] {
+		sub++
+	}
+	return exp*histSub + sub
 }
+
+// subBounds[k] is the mantissa of 2^((k+1)/histSub): where bucket k+1 of a
+// power of two starts.
+var subBounds = func() (b [histSub - 1]uint64) {
+	for k := range b {
+		b[k] = math.Float64bits(math.Exp2(float64(k+1)/histSub)) & (1<<52 - 1)
+	}
+	return b
+}()
 
 // Observe records one duration.
 func (h *Histogram) Observe(d time.Duration) {
