@@ -73,13 +73,17 @@ func (c *conn) ServerEnded() {
 
 // Ended is the end of a connection on the relay, on its loop's goroutine.
 // A loop whose epoll set failed ends all its connections: each is counted
-// as a relay error and logged; any other error is the peers' own (a reset,
-// a broken pipe) and ends the connection as an EOF would.
+// as a relay error, and logged at most once a second per port (a loop may
+// hold thousands); any other error is the peers' own (a reset, a broken
+// pipe) and ends the connection as an EOF would.
 func (c *conn) Ended(err error) {
 	if errors.Is(err, relay.ErrLoopFailed) {
 		c.port.env.metrics.RelayErrors.WithLabelValues(c.spec.Cluster, c.spec.Name).Inc()
-		c.port.env.log.Error("connection closed: its event loop failed", zap.String("cluster", c.spec.Cluster),
-			zap.String("port", c.spec.Name), zap.String("backend", c.b.addr), zap.Error(err))
+		if n, ok := c.port.loopFailureLogDue(time.Now()); ok {
+			c.port.env.log.Error("connection closed: its event loop failed", zap.String("cluster", c.spec.Cluster),
+				zap.String("port", c.spec.Name), zap.String("backend", c.b.addr),
+				zap.Int("closed_since_last_line", n), zap.Error(err))
+		}
 	}
 	wasCut := c.port.state.detach(c)
 	c.finish(wasCut)

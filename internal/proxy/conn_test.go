@@ -1,13 +1,19 @@
 package proxy
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/doorman-go/doorman/internal/patroni"
 	"github.com/doorman-go/doorman/internal/relay"
@@ -133,4 +139,43 @@ func TestHostileClientsLeaveNothing(t *testing.T) {
 	require.Eventually(t, func() bool { return e.active.Load() == 1 }, waitFor, time.Millisecond,
 		"server connections left open: %d", e.active.Load())
 	good.alive()
+}
+
+// TestLoopFailureCountedLoggedOnce: when an event loop fails, every
+// connection it ends is counted in relay_errors_total, but the error line
+// comes once a second per port, with how many connections it stands for;
+// an end for any other reason is neither counted nor logged.
+func TestLoopFailureCountedLoggedOnce(t *testing.T) {
+	core, logs := observer.New(zap.ErrorLevel)
+	e := &env{log: zap.New(core), metrics: NewMetrics(prometheus.NewRegistry())}
+	spec := PortSpec{Cluster: "c", Name: "master"}
+	p := &port{env: e, spec: spec, refusals: map[Reason]*logLimit{}}
+	gauge := e.metrics.Connections.WithLabelValues("c", "master", "a:1")
+	b := newBackend(Target{Addr: "a:1"})
+	end := func(err error) {
+		c := &conn{port: p, spec: spec, b: b, gauge: gauge}
+		b.active++
+		require.True(t, p.state.attach(c))
+		gauge.Inc()
+		p.conns.Add(1)
+		c.Ended(err)
+	}
+	failed := fmt.Errorf("relay loop 0: %w", relay.ErrLoopFailed)
+	for range 500 {
+		end(failed)
+	}
+	end(nil)
+	end(errors.New("read: connection reset by peer"))
+
+	require.Equal(t, 500.0, testutil.ToFloat64(e.metrics.RelayErrors.WithLabelValues("c", "master")))
+	require.Equal(t, 1, logs.Len(), "one line for the burst")
+	require.Equal(t, int64(1), logs.All()[0].ContextMap()["closed_since_last_line"])
+	require.Zero(t, b.active)
+	require.Zero(t, testutil.ToFloat64(gauge))
+
+	// The next line, a second later, stands for those held back.
+	require.Equal(t, 0, func() int { n, _ := p.loopFailureLogDue(time.Now()); return n }())
+	n, ok := p.loopFailureLogDue(time.Now().Add(2 * time.Second))
+	require.True(t, ok)
+	require.Equal(t, 501, n, "499 held back after the first line, and the one above, and this one")
 }

@@ -22,10 +22,37 @@ type port struct {
 	stop  chan struct{} // closed by close(): ends the accept loop
 	conns sync.WaitGroup
 
-	mu       sync.Mutex // guards spec and lastLog
+	mu       sync.Mutex // guards spec, refusals and loopLog
 	spec     PortSpec
-	lastLog  map[Reason]time.Time
-	suppress map[Reason]int
+	refusals map[Reason]*logLimit
+	loopLog  logLimit // connections ended by a failed event loop
+}
+
+// logLimit lets a log line through at most once a second and counts the
+// occasions in between.
+type logLimit struct {
+	last       time.Time
+	suppressed int
+}
+
+// due reports whether a line may be logged at now, and how many occasions
+// it stands for (this one and those held back since the last line).
+func (l *logLimit) due(now time.Time) (int, bool) {
+	if !l.last.IsZero() && now.Sub(l.last) < time.Second {
+		l.suppressed++
+		return 0, false
+	}
+	n := l.suppressed + 1
+	l.last, l.suppressed = now, 0
+	return n, true
+}
+
+// loopFailureLogDue is logLimit.due for connections ended by a failed
+// event loop.
+func (p *port) loopFailureLogDue(now time.Time) (int, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.loopLog.due(now)
 }
 
 func listenPort(e *env, spec PortSpec) (*port, error) {
@@ -35,7 +62,7 @@ func listenPort(e *env, spec PortSpec) (*port, error) {
 	}
 	return &port{
 		env: e, ln: ln.(*net.TCPListener), spec: spec, stop: make(chan struct{}),
-		lastLog: map[Reason]time.Time{}, suppress: map[Reason]int{},
+		refusals: map[Reason]*logLimit{},
 	}, nil
 }
 
@@ -194,15 +221,16 @@ func (p *port) dial(addr string) (*net.TCPConn, error) {
 // number of refusals it stands for, so a reconnect storm cannot flood logs.
 func (p *port) logRefused(spec PortSpec, reason Reason, client net.Addr) {
 	p.mu.Lock()
-	now := time.Now()
-	if now.Sub(p.lastLog[reason]) < time.Second {
-		p.suppress[reason]++
-		p.mu.Unlock()
+	l := p.refusals[reason]
+	if l == nil {
+		l = &logLimit{}
+		p.refusals[reason] = l
+	}
+	n, ok := l.due(time.Now())
+	p.mu.Unlock()
+	if !ok {
 		return
 	}
-	n := p.suppress[reason] + 1
-	p.lastLog[reason], p.suppress[reason] = now, 0
-	p.mu.Unlock()
 	p.env.log.Warn("connection refused", zap.String("cluster", spec.Cluster), zap.String("port", spec.Name),
 		zap.String("reason", string(reason)), zap.Stringer("client", client), zap.Int("refused_since_last_line", n))
 }
