@@ -315,19 +315,21 @@ func (r *rewriter) noteQuery(body []byte) {
 	if len(q) == 0 {
 		return
 	}
-	switch q[0] | 0x20 { // every prefix below starts with d, s or r
-	case 'd', 's', 'r':
-	default:
-		return
-	}
-	switch {
-	case hasPrefixFold(q, "DEALLOCATE ALL"), hasPrefixFold(q, "DEALLOCATE PREPARE ALL"), hasPrefixFold(q, "DISCARD ALL"):
-		r.names.Clear()
-		r.unnamed = r.unnamed[:0]
-	case hasPrefixFold(q, "SET ") || hasPrefixFold(q, "RESET "):
-		if containsFold(q, "search_path") || containsFold(q, "role") || containsFold(q, "session authorization") {
-			r.planSet += string(q) + ";"
+	var set bool
+	switch q[0] | 0x20 { // by first letter, so that a SELECT costs one compare
+	case 'd':
+		if hasPrefixFold(q, "DEALLOCATE ALL") || hasPrefixFold(q, "DEALLOCATE PREPARE ALL") || hasPrefixFold(q, "DISCARD ALL") {
+			r.names.Clear()
+			r.unnamed = r.unnamed[:0]
 		}
+		return
+	case 's':
+		set = hasPrefixFold(q, "SET ")
+	case 'r':
+		set = hasPrefixFold(q, "RESET ")
+	}
+	if set && (containsFold(q, "search_path") || containsFold(q, "role") || containsFold(q, "session authorization")) {
+		r.planSet += string(q) + ";"
 	}
 }
 
