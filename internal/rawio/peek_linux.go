@@ -69,7 +69,7 @@ var peekOps = sync.Pool{New: func() any {
 func (op *peekOp) peek(fd uintptr) {
 	// A raw call, as ReadFD: MSG_DONTWAIT never blocks, and a call the
 	// scheduler sees (syscall.Recvfrom) wakes a sleeping sysmon.
-	n, _, err := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&op.b[0])), 1,
+	n, _, err := syscall.RawSyscall6(sysRecvfrom, fd, uintptr(unsafe.Pointer(&op.b[0])), 1,
 		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
 	switch {
 	case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:

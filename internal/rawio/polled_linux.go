@@ -119,8 +119,8 @@ func (p *PolledEpoll) IsWake(fd int32) bool { return int(fd) == p.wakeFD }
 // DrainWake clears the eventfd, so that its event is not seen again until
 // the next Wake.
 func (p *PolledEpoll) DrainWake() {
-	var b [8]byte
-	_, _ = ReadFD(uintptr(p.wakeFD), b[:])
+	var b [8]byte // an eventfd, not a socket: read(2), not ReadFD
+	_, _, _ = syscall.RawSyscall(syscall.SYS_READ, uintptr(p.wakeFD), uintptr(unsafe.Pointer(&b[0])), 8)
 }
 
 // More makes Run take one more batch before it waits (see the type's
