@@ -79,7 +79,7 @@ func (c *conn) ServerEnded() {
 func (c *conn) Ended(err error) {
 	if errors.Is(err, relay.ErrLoopFailed) {
 		c.port.env.metrics.RelayErrors.WithLabelValues(c.spec.Cluster, c.spec.Name).Inc()
-		if n, ok := c.port.loopFailureLogDue(time.Now()); ok {
+		if n, ok := c.port.loopFailureLogDue(c.port.env.clock.Now()); ok {
 			c.port.env.log.Error("connection closed: its event loop failed", zap.String("cluster", c.spec.Cluster),
 				zap.String("port", c.spec.Name), zap.String("backend", c.b.addr),
 				zap.Int("closed_since_last_line", n), zap.Error(err))

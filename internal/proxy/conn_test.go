@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/doorman-go/doorman/internal/patroni"
+	"github.com/doorman-go/doorman/internal/patroni/patronitest"
 	"github.com/doorman-go/doorman/internal/relay"
 )
 
@@ -147,7 +148,8 @@ func TestHostileClientsLeaveNothing(t *testing.T) {
 // an end for any other reason is neither counted nor logged.
 func TestLoopFailureCountedLoggedOnce(t *testing.T) {
 	core, logs := observer.New(zap.ErrorLevel)
-	e := &env{log: zap.New(core), metrics: NewMetrics(prometheus.NewRegistry())}
+	clock := patronitest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := &env{log: zap.New(core), metrics: NewMetrics(prometheus.NewRegistry()), clock: clock}
 	spec := PortSpec{Cluster: "c", Name: "master"}
 	p := &port{env: e, spec: spec, refusals: map[Reason]*logLimit{}}
 	gauge := e.metrics.Connections.WithLabelValues("c", "master", "a:1")
@@ -173,9 +175,9 @@ func TestLoopFailureCountedLoggedOnce(t *testing.T) {
 	require.Zero(t, b.active)
 	require.Zero(t, testutil.ToFloat64(gauge))
 
-	// The next line, a second later, stands for those held back.
-	require.Equal(t, 0, func() int { n, _ := p.loopFailureLogDue(time.Now()); return n }())
-	n, ok := p.loopFailureLogDue(time.Now().Add(2 * time.Second))
-	require.True(t, ok)
-	require.Equal(t, 501, n, "499 held back after the first line, and the one above, and this one")
+	// A second later the next one is logged and stands for those held back.
+	clock.Advance(time.Second)
+	end(failed)
+	require.Equal(t, 2, logs.Len())
+	require.Equal(t, int64(500), logs.All()[1].ContextMap()["closed_since_last_line"], "499 held back and this one")
 }

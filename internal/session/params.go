@@ -60,7 +60,7 @@ func defaultAppName(client string, set *pooler.Settings) string {
 func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error) {
 	s.state.Store(StateWaiting)
 	s.pool.Stats.ClientsActive.Add(1)
-	s.waited = false
+	s.longWait = false
 	c, err := s.pool.AcquireFor(ctx, (*waitHook)(s))
 	if err != nil {
 		s.pool.Stats.ClientsActive.Add(-1)
@@ -72,7 +72,7 @@ func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error
 	// Only after a real wait of leftCheckAfter or more (lookAfterWait): a
 	// server handed over at once or within the anticipation spin costs
 	// nothing, not even a clock read, and a short wait no system call.
-	if s.waited && clientLeft(s.nc, s.raw) {
+	if s.longWait && clientLeft(s.nc, s.raw) {
 		// The client gave up while it waited (its connect or statement
 		// timeout, a reset): its statement is not run, as PostgreSQL's
 		// client_connection_check_interval would cancel it.

@@ -23,13 +23,13 @@ func TestWaitHookStopsOnlyItsWait(t *testing.T) {
 	s.mu.Unlock()
 	require.Len(t, stop, 1)
 	h.DoneWaiting(true, leftCheckAfter) // the wait got its server before it read the stop
-	require.True(t, s.waited, "a long queued wait makes attach look at the client")
+	require.True(t, s.longWait, "a long queued wait makes attach look at the client")
 
 	next := h.Waiting()
 	require.Equal(t, stop, next, "the channel is reused")
 	require.Empty(t, next, "the late stop does not end the next wait")
 	h.DoneWaiting(false, 0)
-	require.False(t, s.waited, "a server within the spin is no wait")
+	require.False(t, s.longWait, "a server within the spin is no wait")
 	s.mu.Lock()
 	require.False(t, s.stopWaitLocked())
 	s.mu.Unlock()
