@@ -19,6 +19,7 @@ import (
 	"github.com/doorman-go/doorman/internal/config"
 	pgdaemon "github.com/doorman-go/doorman/internal/daemon"
 	"github.com/doorman-go/doorman/internal/logging"
+	"github.com/doorman-go/doorman/internal/procs"
 	"github.com/doorman-go/doorman/internal/upgrade"
 )
 
@@ -190,6 +191,16 @@ func serve(cfg *config.Config, log *zap.Logger, atom zap.AtomicLevel, inherited 
 		a.Inherit(inherited)
 	}
 	d := a.Daemon
+	// One P while one is enough (internal/procs), unless GOMAXPROCS is set.
+	procsCtx, stopProcs := context.WithCancel(context.Background())
+	procsDone := make(chan struct{})
+	go func() {
+		defer close(procsDone)
+		if procs.Enabled() {
+			procs.Run(procsCtx, procs.Options{Log: log})
+		}
+	}()
+	defer func() { stopProcs(); <-procsDone }()
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR2)
 	defer signal.Stop(sig)

@@ -1,0 +1,206 @@
+package procs
+
+import (
+	"context"
+	"math"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Thresholds of the rule (see the package comment); a window is Interval.
+const (
+	Interval    = time.Second
+	DownAfter   = 3
+	DownCPU     = 0.7 // cores
+	DownLatency = 300 * time.Microsecond
+	UpCPU       = 0.85 // cores: one P nearly saturated
+	UpLatency   = 1500 * time.Microsecond
+)
+
+// Window is what one interval showed.
+type Window struct {
+	CPU      float64       // cores the process used (user + system)
+	SchedP90 time.Duration // 90th percentile of runnable-to-running waits
+	Procs    int           // GOMAXPROCS at the window's end
+}
+
+// decide returns the Ps for the next window and the count of quiet
+// windows in a row so far, given the current Ps (cur), the default (max)
+// and the window just ended on cur.
+func decide(cur, max int, w Window, quiet int) (next, quietNow int) {
+	if cur == 1 {
+		if max > 1 && (w.CPU > UpCPU || w.SchedP90 > UpLatency) {
+			return max, 0
+		}
+		return 1, 0
+	}
+	if w.CPU < DownCPU && w.SchedP90 < DownLatency {
+		quiet++
+		if quiet >= DownAfter {
+			return 1, 0
+		}
+		return cur, quiet
+	}
+	return cur, 0
+}
+
+// Options configure Run; the zero value is the runtime itself.
+type Options struct {
+	Log *zap.Logger // nil: no log
+	// Sample and Set replace the runtime in tests: the window just
+	// ended, and a change of GOMAXPROCS to n (0: the default) that returns
+	// the Ps now in use.
+	Sample func() Window
+	Set    func(n int) int
+	Every  time.Duration // 0: Interval
+}
+
+// Enabled reports whether Run adapts anything in this process: the
+// GOMAXPROCS environment variable is unset and the default is above one.
+func Enabled() bool {
+	return os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) > 1
+}
+
+// Run adapts GOMAXPROCS until ctx ends, then restores the default.
+func Run(ctx context.Context, o Options) {
+	if o.Sample == nil {
+		o.Sample = newSampler().sample
+	}
+	if o.Set == nil {
+		o.Set = func(n int) int {
+			if n == 0 {
+				runtime.SetDefaultGOMAXPROCS()
+			} else {
+				runtime.GOMAXPROCS(n)
+			}
+			return runtime.GOMAXPROCS(0)
+		}
+	}
+	if o.Every == 0 {
+		o.Every = Interval
+	}
+	log := o.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	t := time.NewTicker(o.Every)
+	defer t.Stop()
+	w := o.Sample() // the first window starts now
+	def, cur, quiet, skip := w.Procs, w.Procs, 0, false
+	if def <= 1 {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+			w = o.Sample()
+		}
+		if ctx.Err() != nil {
+			if cur != def {
+				o.Set(0)
+			}
+			return
+		}
+		switch {
+		case skip: // the window after a change mixes both settings
+			skip = false
+			continue
+		case w.Procs != cur: // changed by the runtime (a new cgroup limit)
+			cur, quiet = w.Procs, 0
+			if cur > 1 {
+				def = cur
+			}
+			continue
+		}
+		next, q := decide(cur, def, w, quiet)
+		quiet = q
+		if next == cur {
+			continue
+		}
+		n := next
+		if next == def {
+			n = 0
+		}
+		got := o.Set(n)
+		log.Debug("GOMAXPROCS changed", zap.Int("from", cur), zap.Int("to", got),
+			zap.Float64("cpu_cores", w.CPU), zap.Duration("sched_latency_p90", w.SchedP90))
+		if n == 0 {
+			def = got
+		}
+		cur, skip = got, true
+	}
+}
+
+// sampler reads the process's CPU time and the scheduler latency
+// histogram, and gives each window's difference.
+type sampler struct {
+	samples []metrics.Sample
+	prev    []uint64 // the histogram's counts at the last sample
+	cpu     time.Duration
+	at      time.Time
+}
+
+func newSampler() *sampler {
+	return &sampler{samples: []metrics.Sample{{Name: "/sched/latencies:seconds"}}}
+}
+
+func (s *sampler) sample() Window {
+	now := time.Now()
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	metrics.Read(s.samples)
+	var p90 time.Duration
+	if s.samples[0].Value.Kind() == metrics.KindFloat64Histogram {
+		h := s.samples[0].Value.Float64Histogram()
+		p90 = quantile(h, s.prev, 0.9)
+		s.prev = append(s.prev[:0], h.Counts...)
+	}
+	w := Window{SchedP90: p90, Procs: runtime.GOMAXPROCS(0)}
+	if !s.at.IsZero() {
+		if d := now.Sub(s.at); d > 0 {
+			w.CPU = float64(cpu-s.cpu) / float64(d)
+		}
+	}
+	s.cpu, s.at = cpu, now
+	return w
+}
+
+// quantile is the q-quantile (nearest rank) of the histogram h's counts
+// since prev (nil: all of them): the upper bound of the bucket it falls
+// in (the lower one for the last, unbounded bucket), 0 when the window
+// has no samples.
+func quantile(h *metrics.Float64Histogram, prev []uint64, q float64) time.Duration {
+	var total uint64
+	for i, c := range h.Counts {
+		if i < len(prev) {
+			c -= prev[i]
+		}
+		total += c
+	}
+	if total == 0 {
+		return 0
+	}
+	rank := uint64(math.Ceil(q * float64(total)))
+	var seen uint64
+	for i, c := range h.Counts {
+		if i < len(prev) {
+			c -= prev[i]
+		}
+		seen += c
+		if seen >= rank {
+			up := h.Buckets[i+1]
+			if math.IsInf(up, 1) {
+				up = h.Buckets[i]
+			}
+			return time.Duration(up * float64(time.Second))
+		}
+	}
+	return 0
+}
