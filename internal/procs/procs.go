@@ -17,9 +17,14 @@ const (
 	Interval    = time.Second
 	DownAfter   = 3
 	DownCPU     = 0.7 // cores
-	DownLatency = 300 * time.Microsecond
+	DownLatency = time.Millisecond
 	UpCPU       = 0.85 // cores: one P nearly saturated
 	UpLatency   = 1500 * time.Microsecond
+	// A load that goes back up within Settle windows of going down
+	// doubles the quiet windows the next move down needs, up to
+	// MaxDownAfter; one that stays down Settle windows resets them.
+	Settle       = 10
+	MaxDownAfter = 48
 )
 
 // Window is what one interval showed.
@@ -29,24 +34,41 @@ type Window struct {
 	Procs    int           // GOMAXPROCS at the window's end
 }
 
-// decide returns the Ps for the next window and the count of quiet
-// windows in a row so far, given the current Ps (cur), the default (max)
-// and the window just ended on cur.
-func decide(cur, max int, w Window, quiet int) (next, quietNow int) {
+// state is what the rule remembers between windows; the zero value is
+// the start.
+type state struct {
+	quiet int // quiet windows in a row on the default Ps
+	need  int // quiet windows the next move down needs; 0: DownAfter
+	onOne int // windows judged on one P since the last move down
+}
+
+// decide returns the Ps for the next window and the rule's new state,
+// given the current Ps (cur), the default (max) and the window just ended
+// on cur.
+func decide(cur, max int, w Window, st state) (int, state) {
+	if st.need == 0 {
+		st.need = DownAfter
+	}
 	if cur == 1 {
 		if max > 1 && (w.CPU > UpCPU || w.SchedP90 > UpLatency) {
-			return max, 0
+			need := DownAfter
+			if st.onOne < Settle {
+				need = min(2*st.need, MaxDownAfter) // it came back at once
+			}
+			return max, state{need: need}
 		}
-		return 1, 0
+		st.onOne++
+		return 1, st
 	}
 	if w.CPU < DownCPU && w.SchedP90 < DownLatency {
-		quiet++
-		if quiet >= DownAfter {
-			return 1, 0
+		st.quiet++
+		if st.quiet >= st.need {
+			return 1, state{need: st.need}
 		}
-		return cur, quiet
+		return cur, st
 	}
-	return cur, 0
+	st.quiet = 0
+	return cur, st
 }
 
 // Options configure Run; the zero value is the runtime itself.
@@ -91,7 +113,8 @@ func Run(ctx context.Context, o Options) {
 	t := time.NewTicker(o.Every)
 	defer t.Stop()
 	w := o.Sample() // the first window starts now
-	def, cur, quiet, skip := w.Procs, w.Procs, 0, false
+	def, cur, skip := w.Procs, w.Procs, false
+	var st state
 	if def <= 1 {
 		return
 	}
@@ -112,14 +135,14 @@ func Run(ctx context.Context, o Options) {
 			skip = false
 			continue
 		case w.Procs != cur: // changed by the runtime (a new cgroup limit)
-			cur, quiet = w.Procs, 0
+			cur, st = w.Procs, state{}
 			if cur > 1 {
 				def = cur
 			}
 			continue
 		}
-		next, q := decide(cur, def, w, quiet)
-		quiet = q
+		var next int
+		next, st = decide(cur, def, w, st)
 		if next == cur {
 			continue
 		}

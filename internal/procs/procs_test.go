@@ -18,26 +18,32 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestDecide(t *testing.T) {
 	quietW := Window{CPU: 0.4, SchedP90: 100 * time.Microsecond, Procs: 2}
 	tests := []struct {
-		name      string
-		cur       int
-		w         Window
-		quiet     int
-		next, got int // next Ps, quiet windows after
+		name string
+		cur  int
+		w    Window
+		st   state
+		next int   // Ps for the next window
+		want state // the rule's state after
 	}{
-		{"a quiet window is counted", 2, quietW, 0, 2, 1},
-		{"the third quiet window in a row goes to one P", 2, quietW, DownAfter - 1, 1, 0},
-		{"a busy window resets the count: CPU", 2, Window{CPU: 0.9, SchedP90: 100 * time.Microsecond, Procs: 2}, 2, 2, 0},
-		{"a busy window resets the count: latency", 2, Window{CPU: 0.4, SchedP90: time.Millisecond, Procs: 2}, 2, 2, 0},
-		{"between the thresholds on one P: stay", 1, Window{CPU: 0.75, SchedP90: time.Millisecond, Procs: 1}, 0, 1, 0},
-		{"one P nearly saturated: back to the default", 1, Window{CPU: 0.9, SchedP90: 100 * time.Microsecond, Procs: 1}, 0, 2, 0},
-		{"goroutines wait for the one P: back to the default", 1, Window{CPU: 0.3, SchedP90: 2 * time.Millisecond, Procs: 1}, 0, 2, 0},
-		{"quiet on one P: stay", 1, Window{CPU: 0.1, Procs: 1}, 0, 1, 0},
+		{"a quiet window is counted", 2, quietW, state{}, 2, state{quiet: 1, need: DownAfter}},
+		{"the third quiet window in a row goes to one P", 2, quietW, state{quiet: DownAfter - 1}, 1, state{need: DownAfter}},
+		{"a wait under DownLatency is quiet", 2, Window{CPU: 0.4, SchedP90: 900 * time.Microsecond, Procs: 2}, state{quiet: 1}, 2, state{quiet: 2, need: DownAfter}},
+		{"a busy window resets the count: CPU", 2, Window{CPU: 0.9, SchedP90: 100 * time.Microsecond, Procs: 2}, state{quiet: 2}, 2, state{need: DownAfter}},
+		{"a busy window resets the count: latency", 2, Window{CPU: 0.4, SchedP90: DownLatency, Procs: 2}, state{quiet: 2}, 2, state{need: DownAfter}},
+		{"after a quick return more quiet windows are needed", 2, quietW, state{quiet: DownAfter - 1, need: 2 * DownAfter}, 2, state{quiet: DownAfter, need: 2 * DownAfter}},
+		{"between the thresholds on one P: stay", 1, Window{CPU: 0.75, SchedP90: 1200 * time.Microsecond, Procs: 1}, state{onOne: 2}, 1, state{need: DownAfter, onOne: 3}},
+		{"one P nearly saturated: back to the default", 1, Window{CPU: 0.9, SchedP90: 100 * time.Microsecond, Procs: 1}, state{onOne: Settle}, 2, state{need: DownAfter}},
+		{"goroutines wait for the one P: back to the default", 1, Window{CPU: 0.3, SchedP90: 2 * time.Millisecond, Procs: 1}, state{onOne: Settle}, 2, state{need: DownAfter}},
+		{"back within Settle windows: the next move down needs twice as many", 1, Window{CPU: 0.3, SchedP90: 2 * time.Millisecond, Procs: 1}, state{need: DownAfter, onOne: Settle - 1}, 2, state{need: 2 * DownAfter}},
+		{"the doubling stops at MaxDownAfter", 1, Window{CPU: 0.9, Procs: 1}, state{need: MaxDownAfter}, 2, state{need: MaxDownAfter}},
+		{"back after staying down: the count starts over", 1, Window{CPU: 0.9, Procs: 1}, state{need: MaxDownAfter, onOne: Settle}, 2, state{need: DownAfter}},
+		{"quiet on one P: stay", 1, Window{CPU: 0.1, Procs: 1}, state{need: 4 * DownAfter}, 1, state{need: 4 * DownAfter, onOne: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			next, quiet := decide(tt.cur, 2, tt.w, tt.quiet)
+			next, st := decide(tt.cur, 2, tt.w, tt.st)
 			require.Equal(t, tt.next, next)
-			require.Equal(t, tt.got, quiet)
+			require.Equal(t, tt.want, st)
 		})
 	}
 }
@@ -112,6 +118,12 @@ func TestRun(t *testing.T) {
 		{"down, then the end restores the default", 2, []Window{quiet, quiet, quiet, quiet, quiet}, []int{1, 0}},
 		{"a change by the runtime is followed, not judged", 2, []Window{quiet, quiet, quiet, {CPU: 0.2, SchedP90: 50 * time.Microsecond, Procs: 3}, quiet, quiet}, nil},
 		{"one P by default: nothing to adapt", 1, []Window{quiet, quiet, quiet, quiet, quiet}, nil},
+		{"quiet on two Ps, busy on one: DownAfter quiet windows after a quick return are not enough",
+			2, []Window{quiet, quiet, quiet, quiet /* down */, quiet /* skipped */, busy /* up */, quiet /* skipped */, quiet, quiet, quiet, quiet},
+			[]int{1, 0}},
+		{"quiet on two Ps, busy on one: the second move down comes after twice DownAfter",
+			2, []Window{quiet, quiet, quiet, quiet /* down */, quiet /* skipped */, busy /* up */, quiet /* skipped */, quiet, quiet, quiet, quiet, quiet, quiet /* down */},
+			[]int{1, 0, 1, 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
