@@ -22,9 +22,10 @@
 // percentile of that wait below DownLatency; on one P it goes back to the
 // default (runtime.SetDefaultGOMAXPROCS, which also follows cgroup
 // limits again) after one window above UpCPU or UpLatency. A load that
-// goes back up within Settle windows doubles the quiet windows its next
-// move down needs (up to MaxDownAfter), so one on the edge does not flip
-// every few seconds. The window after a change is not judged: it mixes
+// goes back up within Settle windows of a move down made under load (at
+// least IdleCPU) doubles the quiet windows its next move down needs (up
+// to MaxDownAfter), so one on the edge does not flip every few seconds;
+// an idle process that meets a burst goes up without doubling anything. The window after a change is not judged: it mixes
 // both settings. decide is the rule, a pure function of the window and
 // the rule's state.
 //

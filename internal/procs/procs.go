@@ -20,11 +20,14 @@ const (
 	DownLatency = time.Millisecond
 	UpCPU       = 0.85 // cores: one P nearly saturated
 	UpLatency   = 1500 * time.Microsecond
-	// A load that goes back up within Settle windows of going down
-	// doubles the quiet windows the next move down needs, up to
-	// MaxDownAfter; one that stays down Settle windows resets them.
+	// A load that goes back up within Settle windows of a move down made
+	// under load (at least IdleCPU cores) doubles the quiet windows the
+	// next move down needs, up to MaxDownAfter; one that stays down
+	// Settle windows resets them. An idle process that went down and
+	// meets a burst of work goes back up without doubling anything.
 	Settle       = 10
 	MaxDownAfter = 48
+	IdleCPU      = 0.1 // cores
 )
 
 // Window is what one interval showed.
@@ -37,9 +40,10 @@ type Window struct {
 // state is what the rule remembers between windows; the zero value is
 // the start.
 type state struct {
-	quiet int // quiet windows in a row on the default Ps
-	need  int // quiet windows the next move down needs; 0: DownAfter
-	onOne int // windows judged on one P since the last move down
+	quiet  int  // quiet windows in a row on the default Ps
+	need   int  // quiet windows the next move down needs; 0: DownAfter
+	onOne  int  // windows judged on one P since the last move down
+	loaded bool // the last move down was made under load
 }
 
 // decide returns the Ps for the next window and the rule's new state,
@@ -52,8 +56,11 @@ func decide(cur, max int, w Window, st state) (int, state) {
 	if cur == 1 {
 		if max > 1 && (w.CPU > UpCPU || w.SchedP90 > UpLatency) {
 			need := DownAfter
-			if st.onOne < Settle {
-				need = min(2*st.need, MaxDownAfter) // it came back at once
+			switch {
+			case st.onOne < Settle && st.loaded: // a load on the edge
+				need = min(2*st.need, MaxDownAfter)
+			case st.onOne < Settle:
+				need = st.need
 			}
 			return max, state{need: need}
 		}
@@ -63,7 +70,7 @@ func decide(cur, max int, w Window, st state) (int, state) {
 	if w.CPU < DownCPU && w.SchedP90 < DownLatency {
 		st.quiet++
 		if st.quiet >= st.need {
-			return 1, state{need: st.need}
+			return 1, state{need: st.need, loaded: w.CPU >= IdleCPU}
 		}
 		return cur, st
 	}

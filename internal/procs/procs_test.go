@@ -26,7 +26,8 @@ func TestDecide(t *testing.T) {
 		want state // the rule's state after
 	}{
 		{"a quiet window is counted", 2, quietW, state{}, 2, state{quiet: 1, need: DownAfter}},
-		{"the third quiet window in a row goes to one P", 2, quietW, state{quiet: DownAfter - 1}, 1, state{need: DownAfter}},
+		{"the third quiet window in a row goes to one P", 2, quietW, state{quiet: DownAfter - 1}, 1, state{need: DownAfter, loaded: true}},
+		{"an idle process goes to one P", 2, Window{CPU: 0.01, Procs: 2}, state{quiet: DownAfter - 1}, 1, state{need: DownAfter}},
 		{"a wait under DownLatency is quiet", 2, Window{CPU: 0.4, SchedP90: 900 * time.Microsecond, Procs: 2}, state{quiet: 1}, 2, state{quiet: 2, need: DownAfter}},
 		{"a busy window resets the count: CPU", 2, Window{CPU: 0.9, SchedP90: 100 * time.Microsecond, Procs: 2}, state{quiet: 2}, 2, state{need: DownAfter}},
 		{"a busy window resets the count: latency", 2, Window{CPU: 0.4, SchedP90: DownLatency, Procs: 2}, state{quiet: 2}, 2, state{need: DownAfter}},
@@ -34,9 +35,10 @@ func TestDecide(t *testing.T) {
 		{"between the thresholds on one P: stay", 1, Window{CPU: 0.75, SchedP90: 1200 * time.Microsecond, Procs: 1}, state{onOne: 2}, 1, state{need: DownAfter, onOne: 3}},
 		{"one P nearly saturated: back to the default", 1, Window{CPU: 0.9, SchedP90: 100 * time.Microsecond, Procs: 1}, state{onOne: Settle}, 2, state{need: DownAfter}},
 		{"goroutines wait for the one P: back to the default", 1, Window{CPU: 0.3, SchedP90: 2 * time.Millisecond, Procs: 1}, state{onOne: Settle}, 2, state{need: DownAfter}},
-		{"back within Settle windows: the next move down needs twice as many", 1, Window{CPU: 0.3, SchedP90: 2 * time.Millisecond, Procs: 1}, state{need: DownAfter, onOne: Settle - 1}, 2, state{need: 2 * DownAfter}},
-		{"the doubling stops at MaxDownAfter", 1, Window{CPU: 0.9, Procs: 1}, state{need: MaxDownAfter}, 2, state{need: MaxDownAfter}},
-		{"back after staying down: the count starts over", 1, Window{CPU: 0.9, Procs: 1}, state{need: MaxDownAfter, onOne: Settle}, 2, state{need: DownAfter}},
+		{"back within Settle windows of a move down under load: the next move down needs twice as many", 1, Window{CPU: 0.3, SchedP90: 2 * time.Millisecond, Procs: 1}, state{need: DownAfter, onOne: Settle - 1, loaded: true}, 2, state{need: 2 * DownAfter}},
+		{"back within Settle windows of a move down when idle: nothing doubles", 1, Window{CPU: 0.9, Procs: 1}, state{need: 2 * DownAfter, onOne: 0}, 2, state{need: 2 * DownAfter}},
+		{"the doubling stops at MaxDownAfter", 1, Window{CPU: 0.9, Procs: 1}, state{need: MaxDownAfter, loaded: true}, 2, state{need: MaxDownAfter}},
+		{"back after staying down: the count starts over", 1, Window{CPU: 0.9, Procs: 1}, state{need: MaxDownAfter, onOne: Settle, loaded: true}, 2, state{need: DownAfter}},
 		{"quiet on one P: stay", 1, Window{CPU: 0.1, Procs: 1}, state{need: 4 * DownAfter}, 1, state{need: 4 * DownAfter, onOne: 1}},
 	}
 	for _, tt := range tests {
@@ -105,6 +107,7 @@ func (s *script) set(n int) int {
 
 func TestRun(t *testing.T) {
 	quiet := Window{CPU: 0.2, SchedP90: 50 * time.Microsecond}
+	idle := Window{CPU: 0.01, SchedP90: 50 * time.Microsecond}
 	busy := Window{CPU: 0.95, SchedP90: 3 * time.Millisecond}
 	tests := []struct {
 		name    string
@@ -118,6 +121,9 @@ func TestRun(t *testing.T) {
 		{"down, then the end restores the default", 2, []Window{quiet, quiet, quiet, quiet, quiet}, []int{1, 0}},
 		{"a change by the runtime is followed, not judged", 2, []Window{quiet, quiet, quiet, {CPU: 0.2, SchedP90: 50 * time.Microsecond, Procs: 3}, quiet, quiet}, nil},
 		{"one P by default: nothing to adapt", 1, []Window{quiet, quiet, quiet, quiet, quiet}, nil},
+		{"idle, then a burst, then quiet: the second move down needs only DownAfter",
+			2, []Window{idle, idle, idle, idle /* down */, idle /* skipped */, busy /* up */, quiet /* skipped */, quiet, quiet, quiet /* down */},
+			[]int{1, 0, 1, 0}},
 		{"quiet on two Ps, busy on one: DownAfter quiet windows after a quick return are not enough",
 			2, []Window{quiet, quiet, quiet, quiet /* down */, quiet /* skipped */, busy /* up */, quiet /* skipped */, quiet, quiet, quiet, quiet},
 			[]int{1, 0}},
