@@ -25,7 +25,10 @@
 // goes back up within Settle windows of a move down made under load (at
 // least IdleCPU) doubles the quiet windows its next move down needs (up
 // to MaxDownAfter), so one on the edge does not flip every few seconds;
-// an idle process that meets a burst goes up without doubling anything. The window after a change is not judged: it mixes
+// an idle process that meets a burst goes up without doubling anything.
+// A window's wait counts only when it saw at least MinWaits of them: the
+// few of an idle process (a metrics scrape, a garbage collection) say
+// nothing about a load. The window after a change is not judged: it mixes
 // both settings. decide is the rule, a pure function of the window and
 // the rule's state.
 //

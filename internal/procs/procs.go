@@ -28,12 +28,17 @@ const (
 	Settle       = 10
 	MaxDownAfter = 48
 	IdleCPU      = 0.1 // cores
+	// MinWaits is the fewest scheduler waits a window needs for its
+	// latency to count: an idle process's handful (a metrics scrape, a
+	// garbage collection) says nothing about a load.
+	MinWaits = 1000
 )
 
 // Window is what one interval showed.
 type Window struct {
 	CPU      float64       // cores the process used (user + system)
 	SchedP90 time.Duration // 90th percentile of runnable-to-running waits
+	Waits    uint64        // how many such waits the window saw
 	Procs    int           // GOMAXPROCS at the window's end
 }
 
@@ -54,7 +59,7 @@ func decide(cur, max int, w Window, st state) (int, state) {
 		st.need = DownAfter
 	}
 	if cur == 1 {
-		if max > 1 && (w.CPU > UpCPU || w.SchedP90 > UpLatency) {
+		if max > 1 && (w.CPU > UpCPU || (w.SchedP90 > UpLatency && w.Waits >= MinWaits)) {
 			need := DownAfter
 			switch {
 			case st.onOne < Settle && st.loaded: // a load on the edge
@@ -67,7 +72,7 @@ func decide(cur, max int, w Window, st state) (int, state) {
 		st.onOne++
 		return 1, st
 	}
-	if w.CPU < DownCPU && w.SchedP90 < DownLatency {
+	if w.CPU < DownCPU && (w.SchedP90 < DownLatency || w.Waits < MinWaits) {
 		st.quiet++
 		if st.quiet >= st.need {
 			return 1, state{need: st.need, loaded: w.CPU >= IdleCPU}
@@ -187,12 +192,13 @@ func (s *sampler) sample() Window {
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	metrics.Read(s.samples)
 	var p90 time.Duration
+	var waits uint64
 	if s.samples[0].Value.Kind() == metrics.KindFloat64Histogram {
 		h := s.samples[0].Value.Float64Histogram()
-		p90 = quantile(h, s.prev, 0.9)
+		p90, waits = quantile(h, s.prev, 0.9)
 		s.prev = append(s.prev[:0], h.Counts...)
 	}
-	w := Window{SchedP90: p90, Procs: runtime.GOMAXPROCS(0)}
+	w := Window{SchedP90: p90, Waits: waits, Procs: runtime.GOMAXPROCS(0)}
 	if !s.at.IsZero() {
 		if d := now.Sub(s.at); d > 0 {
 			w.CPU = float64(cpu-s.cpu) / float64(d)
@@ -205,8 +211,8 @@ func (s *sampler) sample() Window {
 // quantile is the q-quantile (nearest rank) of the histogram h's counts
 // since prev (nil: all of them): the upper bound of the bucket it falls
 // in (the lower one for the last, unbounded bucket), 0 when the window
-// has no samples.
-func quantile(h *metrics.Float64Histogram, prev []uint64, q float64) time.Duration {
+// has no samples; and the window's count of samples.
+func quantile(h *metrics.Float64Histogram, prev []uint64, q float64) (time.Duration, uint64) {
 	var total uint64
 	for i, c := range h.Counts {
 		if i < len(prev) {
@@ -215,7 +221,7 @@ func quantile(h *metrics.Float64Histogram, prev []uint64, q float64) time.Durati
 		total += c
 	}
 	if total == 0 {
-		return 0
+		return 0, 0
 	}
 	rank := uint64(math.Ceil(q * float64(total)))
 	var seen uint64
@@ -229,8 +235,8 @@ func quantile(h *metrics.Float64Histogram, prev []uint64, q float64) time.Durati
 			if math.IsInf(up, 1) {
 				up = h.Buckets[i]
 			}
-			return time.Duration(up * float64(time.Second))
+			return time.Duration(up * float64(time.Second)), total
 		}
 	}
-	return 0
+	return 0, total
 }

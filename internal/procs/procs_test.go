@@ -30,12 +30,14 @@ func TestDecide(t *testing.T) {
 		{"an idle process goes to one P", 2, Window{CPU: 0.01, Procs: 2}, state{quiet: DownAfter - 1}, 1, state{need: DownAfter}},
 		{"a wait under DownLatency is quiet", 2, Window{CPU: 0.4, SchedP90: 900 * time.Microsecond, Procs: 2}, state{quiet: 1}, 2, state{quiet: 2, need: DownAfter}},
 		{"a busy window resets the count: CPU", 2, Window{CPU: 0.9, SchedP90: 100 * time.Microsecond, Procs: 2}, state{quiet: 2}, 2, state{need: DownAfter}},
-		{"a busy window resets the count: latency", 2, Window{CPU: 0.4, SchedP90: DownLatency, Procs: 2}, state{quiet: 2}, 2, state{need: DownAfter}},
+		{"a busy window resets the count: latency", 2, Window{CPU: 0.4, SchedP90: DownLatency, Waits: MinWaits, Procs: 2}, state{quiet: 2}, 2, state{need: DownAfter}},
+		{"a long wait seen too few times is quiet", 2, Window{CPU: 0.02, SchedP90: 5 * time.Millisecond, Waits: MinWaits - 1, Procs: 2}, state{quiet: 1}, 2, state{quiet: 2, need: DownAfter}},
 		{"after a quick return more quiet windows are needed", 2, quietW, state{quiet: DownAfter - 1, need: 2 * DownAfter}, 2, state{quiet: DownAfter, need: 2 * DownAfter}},
-		{"between the thresholds on one P: stay", 1, Window{CPU: 0.75, SchedP90: 1200 * time.Microsecond, Procs: 1}, state{onOne: 2}, 1, state{need: DownAfter, onOne: 3}},
+		{"between the thresholds on one P: stay", 1, Window{CPU: 0.75, SchedP90: 1200 * time.Microsecond, Waits: MinWaits, Procs: 1}, state{onOne: 2}, 1, state{need: DownAfter, onOne: 3}},
 		{"one P nearly saturated: back to the default", 1, Window{CPU: 0.9, SchedP90: 100 * time.Microsecond, Procs: 1}, state{onOne: Settle}, 2, state{need: DownAfter}},
-		{"goroutines wait for the one P: back to the default", 1, Window{CPU: 0.3, SchedP90: 2 * time.Millisecond, Procs: 1}, state{onOne: Settle}, 2, state{need: DownAfter}},
-		{"back within Settle windows of a move down under load: the next move down needs twice as many", 1, Window{CPU: 0.3, SchedP90: 2 * time.Millisecond, Procs: 1}, state{need: DownAfter, onOne: Settle - 1, loaded: true}, 2, state{need: 2 * DownAfter}},
+		{"goroutines wait for the one P: back to the default", 1, Window{CPU: 0.3, SchedP90: 2 * time.Millisecond, Waits: MinWaits, Procs: 1}, state{onOne: Settle}, 2, state{need: DownAfter}},
+		{"an idle process's few long waits (a GC, a scrape): stay", 1, Window{CPU: 0.01, SchedP90: 5 * time.Millisecond, Waits: 40, Procs: 1}, state{onOne: 2}, 1, state{need: DownAfter, onOne: 3}},
+		{"back within Settle windows of a move down under load: the next move down needs twice as many", 1, Window{CPU: 0.3, SchedP90: 2 * time.Millisecond, Waits: MinWaits, Procs: 1}, state{need: DownAfter, onOne: Settle - 1, loaded: true}, 2, state{need: 2 * DownAfter}},
 		{"back within Settle windows of a move down when idle: nothing doubles", 1, Window{CPU: 0.9, Procs: 1}, state{need: 2 * DownAfter, onOne: 0}, 2, state{need: 2 * DownAfter}},
 		{"the doubling stops at MaxDownAfter", 1, Window{CPU: 0.9, Procs: 1}, state{need: MaxDownAfter, loaded: true}, 2, state{need: MaxDownAfter}},
 		{"back after staying down: the count starts over", 1, Window{CPU: 0.9, Procs: 1}, state{need: MaxDownAfter, onOne: Settle, loaded: true}, 2, state{need: DownAfter}},
@@ -55,12 +57,21 @@ func TestQuantile(t *testing.T) {
 		Buckets: []float64{0, 1e-4, 1e-3, 1e-2, math.Inf(1)},
 		Counts:  []uint64{50, 45, 4, 1},
 	}
-	require.Equal(t, 100*time.Microsecond, quantile(h, nil, 0.5))
-	require.Equal(t, time.Millisecond, quantile(h, nil, 0.9), "90 of 100 samples are below 1 ms")
-	require.Equal(t, 10*time.Millisecond, quantile(h, nil, 0.999), "the +Inf bucket reports its lower bound")
+	q := func(prev []uint64, p float64) time.Duration {
+		d, _ := quantile(h, prev, p)
+		return d
+	}
+	require.Equal(t, 100*time.Microsecond, q(nil, 0.5))
+	require.Equal(t, time.Millisecond, q(nil, 0.9), "90 of 100 samples are below 1 ms")
+	require.Equal(t, 10*time.Millisecond, q(nil, 0.999), "the +Inf bucket reports its lower bound")
 	prev := []uint64{50, 45, 0, 0}
-	require.Equal(t, 10*time.Millisecond, quantile(h, prev, 0.9), "only the samples since prev count")
-	require.Zero(t, quantile(h, h.Counts, 0.9), "no samples in the window")
+	require.Equal(t, 10*time.Millisecond, q(prev, 0.9), "only the samples since prev count")
+	d, n := quantile(h, prev, 0.9)
+	require.Equal(t, 10*time.Millisecond, d)
+	require.Equal(t, uint64(5), n, "the window's samples")
+	d, n = quantile(h, h.Counts, 0.9)
+	require.Zero(t, d, "no samples in the window")
+	require.Zero(t, n)
 }
 
 // script is a fake runtime for Run: Sample returns its windows in turn;
@@ -108,7 +119,7 @@ func (s *script) set(n int) int {
 func TestRun(t *testing.T) {
 	quiet := Window{CPU: 0.2, SchedP90: 50 * time.Microsecond}
 	idle := Window{CPU: 0.01, SchedP90: 50 * time.Microsecond}
-	busy := Window{CPU: 0.95, SchedP90: 3 * time.Millisecond}
+	busy := Window{CPU: 0.95, SchedP90: 3 * time.Millisecond, Waits: MinWaits}
 	tests := []struct {
 		name    string
 		def     int
