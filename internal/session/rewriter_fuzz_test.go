@@ -92,7 +92,10 @@ func FuzzRewriter(f *testing.F) {
 			case 17:
 				// The attachment ends and the next one is on the other
 				// server connection, as when a transaction is released.
+				// The release clears the transaction's SETs
+				// (serverloop.go) and bindServer the unnamed statement.
 				r.detach()
+				r.planSet = ""
 				r.unnamedHere = false
 				cur = 1 - cur
 			case 18:
