@@ -561,10 +561,11 @@ func (p *Pool[T]) popWaiterLocked() *waiter[T] {
 }
 
 // Release hands a healthy, clean connection back: to the oldest waiter if
-// there is one, otherwise to the idle set.
-func (p *Pool[T]) Release(c *Conn[T]) { p.release(c, true) }
+// there is one, otherwise to the idle set. It reports a backlog: a waiter
+// got c and more clients still wait.
+func (p *Pool[T]) Release(c *Conn[T]) (backlog bool) { return p.release(c, true) }
 
-func (p *Pool[T]) release(c *Conn[T], served bool) {
+func (p *Pool[T]) release(c *Conn[T], served bool) (backlog bool) {
 	p.mu.Lock()
 	if c.state != stateBusy || c.pool != p {
 		p.mu.Unlock()
@@ -585,13 +586,14 @@ func (p *Pool[T]) release(c *Conn[T], served bool) {
 		p.signalDrainedLocked()
 		p.mu.Unlock()
 		c.closeValue()
-		return
+		return false
 	}
 	if w := p.popWaiterLocked(); w != nil {
 		p.counters.Handoffs++
 		w.ch <- grant[T]{conn: c}
+		backlog = p.waiters.Len() > 0
 		p.mu.Unlock()
-		return
+		return backlog
 	}
 	p.busy--
 	c.state = stateIdle
@@ -600,6 +602,7 @@ func (p *Pool[T]) release(c *Conn[T], served bool) {
 	if p.onIdleReturn != nil {
 		p.onIdleReturn()
 	}
+	return false
 }
 
 // Destroy closes a checked-out connection that must not be reused.

@@ -129,6 +129,51 @@ func TestFIFOHandoff(t *testing.T) {
 	require.EqualValues(t, n, p.Stats().Handoffs)
 }
 
+// Release reports a backlog only when it handed the connection to a
+// waiter and more clients still wait.
+func TestReleaseReportsBacklog(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		waiters int
+		want    bool
+	}{
+		{name: "no waiter: back to the idle set", waiters: 0, want: false},
+		{name: "one waiter: handed off, none left", waiters: 1, want: false},
+		{name: "two waiters: handed off, one left", waiters: 2, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cn := &connector{}
+			p := newTestPool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, cn, nil)
+			held, err := p.Acquire(context.Background())
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			got := make(chan *Conn[*fakeConn], tc.waiters)
+			var wg sync.WaitGroup
+			for i := 0; i < tc.waiters; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if c, err := p.Acquire(ctx); err == nil {
+						got <- c
+					}
+				}()
+				waitFor(t, func() bool { return p.Stats().Waiting == i+1 })
+			}
+			require.Equal(t, tc.want, p.Release(held))
+			if tc.waiters > 0 {
+				p.Release(<-got) // the first waiter's turn; the next waiter gets it
+			}
+			cancel()
+			wg.Wait()
+			close(got)
+			for c := range got {
+				p.Release(c)
+			}
+		})
+	}
+}
+
 func TestBurstGateBoundsParallelCreates(t *testing.T) {
 	cn := &connector{gate: make(chan struct{})}
 	p := newTestPool(t, Config{MaxSize: 40, MaxParallelCreates: 2}, cn, nil)

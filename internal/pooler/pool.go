@@ -191,13 +191,14 @@ func (p *Pool) AcquireFor(ctx context.Context, w Waiter) (*Conn, error) {
 // query_wait_timeout.
 var ErrWaitTimeout = errors.New("query_wait_timeout")
 
-// Release returns a clean connection; Destroy drops a broken one.
-func (p *Pool) Release(c *Conn) {
+// Release returns a clean connection; Destroy drops a broken one. It
+// reports a backlog: a waiting client got c and more still wait.
+func (p *Pool) Release(c *Conn) (backlog bool) {
 	if c.Value.Broken {
 		p.Destroy(c)
-		return
+		return false
 	}
-	p.conns.Release(c)
+	return p.conns.Release(c)
 }
 
 // Destroy closes a connection that must not be reused. It is also a sign
