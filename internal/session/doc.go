@@ -10,7 +10,11 @@
 // releases the connection to the pool at the safe point: the client's last
 // message was Sync, Query, FunctionCall (or the end of a COPY started by
 // one), every such message has had its ReadyForQuery, no extended-protocol
-// message is waiting for a Sync, and the transaction status is idle. So
+// message is waiting for a Sync, and the transaction status is idle. It
+// gives a clean connection back before it writes the answer to the client
+// and, when the pool handed it to a waiting client and more wait, lets
+// that client's goroutine run first, so that under a full pool the server
+// has its next request before this client is answered (readyForQuery). So
 // the common transaction runs on one goroutine with no handoff; inside a
 // transaction block the connection stays attached between statements and
 // each is driven the same way. When the server may speak unasked (COPY

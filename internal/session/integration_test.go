@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/doorman-go/doorman/internal/app/apptest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -487,16 +488,24 @@ func TestFunctionCallForwarded(t *testing.T) {
 	require.Len(t, res, 1)
 }
 
-func TestClientResetMidResultFreesBackend(t *testing.T) {
-	d := start(t, "", "transaction", 1)
-	ctx := context.Background()
+// dialRaw logs in as app over a TCP connection the test keeps, so that it
+// can reset it.
+func dialRaw(t *testing.T, d *apptest.Instance) (net.Conn, *pgconn.PgConn) {
+	t.Helper()
 	raw, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", d.Port))
 	require.NoError(t, err)
 	cfg, err := pgconn.ParseConfig(d.DSN("app", "app-secret", "appdb"))
 	require.NoError(t, err)
 	cfg.DialFunc = func(context.Context, string, string) (net.Conn, error) { return raw, nil }
-	c, err := pgconn.ConnectConfig(ctx, cfg)
+	c, err := pgconn.ConnectConfig(context.Background(), cfg)
 	require.NoError(t, err)
+	return raw, c
+}
+
+func TestClientResetMidResultFreesBackend(t *testing.T) {
+	d := start(t, "", "transaction", 1)
+	ctx := context.Background()
+	raw, c := dialRaw(t, d)
 	// A large result; the client reads a little of it and resets.
 	rr := c.Exec(ctx, "SELECT repeat('x', 1000) FROM generate_series(1, 200000)")
 	_ = rr
@@ -512,4 +521,29 @@ func TestClientResetMidResultFreesBackend(t *testing.T) {
 	require.NoError(t, next.QueryRow(qctx, "SELECT 1").Scan(&one))
 	p, _ := d.Daemon.Pools.Lookup("appdb", "app")
 	require.Eventually(t, func() bool { return p.Conns().Stats().Busy == 0 }, 2*time.Second, 10*time.Millisecond)
+}
+
+// A client that resets while its transaction runs: the answer cannot be
+// written, but the server connection went back clean at ReadyForQuery
+// before the write (readyForQuery, handFirst), so the next client gets the
+// same backend instead of a new one.
+func TestClientResetBeforeAnswerKeepsBackend(t *testing.T) {
+	d := start(t, "", "transaction", 1)
+	ctx := context.Background()
+	before := connect(t, d.DSN("app", "app-secret", "appdb"))
+	pid := backendPID(t, before)
+	require.NoError(t, before.Close(ctx))
+
+	raw, c := dialRaw(t, d)
+	rr := c.Exec(ctx, "SELECT pg_sleep(0.3)") // written now, read never
+	_ = rr
+	p, _ := d.Daemon.Pools.Lookup("appdb", "app")
+	require.Eventually(t, func() bool { return p.Conns().Stats().Busy == 1 }, 2*time.Second, time.Millisecond)
+	require.NoError(t, raw.(*net.TCPConn).SetLinger(0))
+	require.NoError(t, raw.Close()) // RST while the server works
+	require.Eventually(t, func() bool { return p.Conns().Stats().Busy == 0 }, 3*time.Second, 10*time.Millisecond)
+
+	next := connect(t, d.DSN("app", "app-secret", "appdb"))
+	require.Equal(t, pid, backendPID(t, next), "the backend served the next client")
+	require.Len(t, pg.BackendPIDs(t, "app"), 1)
 }

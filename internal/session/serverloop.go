@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"runtime"
 	"strings"
 	"time"
 
@@ -156,7 +157,7 @@ func (s *Session) pump(c *pooler.Conn, inline bool) (pumpEnd, error) {
 		}
 		switch typ {
 		case protocol.MsgReadyForQuery:
-			released, err := s.readyForQuery(c, protocol.ReadyForQueryStatus(f), buf, transaction)
+			released, err := s.readyForQuery(c, protocol.ReadyForQueryStatus(f), buf, transaction, inline)
 			switch {
 			case err != nil:
 				return pumpFailed, err
@@ -239,10 +240,24 @@ const (
 
 // readyForQuery handles one ReadyForQuery: it flushes everything to the
 // client and, at the safe point, releases the connection (released).
-func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transaction bool) (released bool, err error) {
-	c.Value.TxStatus = status
-	if err := s.flushClient(buf); err != nil {
-		return false, &clientWriteError{err}
+//
+// A transaction the client loop drives (inline) on a connection that
+// needs no cleanup is released before its answer is written, and when the
+// pool hands the connection straight to a waiting client, that client's
+// goroutine runs first (handFirst): it writes its request to the server,
+// and only then is this client answered. Under a full pool the server then
+// waits for the next request by one goroutine switch, not by the write to
+// this client and the wake-up of its reader that the write causes. Only
+// the goroutine that drives may do so: serverLoop's client loop could
+// attach a server for a pipelined next request and answer it first.
+func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transaction, inline bool) (released bool, err error) {
+	conn := c.Value
+	conn.TxStatus = status
+	handFirst := inline && transaction && !conn.DirtySet && !conn.DirtyPrepare && !conn.DirtyCursor
+	if !handFirst {
+		if err := s.flushClient(buf); err != nil {
+			return false, &clientWriteError{err}
+		}
 	}
 	now := time.Since(s.ConnectedAt)
 	st := &s.pool.Stats
@@ -266,7 +281,7 @@ func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transa
 			// wakeIfFakeDue raced with the release: the interrupt is
 			// meant for this session, not the connection's next user.
 			s.wake = false
-			_ = c.Value.NetConn().SetReadDeadline(time.Time{})
+			_ = conn.NetConn().SetReadDeadline(time.Time{})
 		}
 		st.XactCount.Add(1)
 		xt := now - s.xactStart
@@ -278,33 +293,53 @@ func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transa
 	}
 	s.mu.Unlock()
 	if !release {
+		if handFirst {
+			if err := s.flushClient(buf); err != nil {
+				return false, &clientWriteError{err}
+			}
+		}
 		return false, nil
 	}
 	st.ClientsActive.Add(-1)
-	s.giveBack(c)
+	backlog := s.giveBack(c)
+	if !handFirst {
+		return true, nil
+	}
+	if backlog {
+		runtime.Gosched() // the waiter is next on this P (runnext)
+	}
+	// c belongs to the pool or to its next client now: only the client
+	// socket is used from here on.
+	if err := s.flushClient(buf); err != nil {
+		// The server went back clean; the client is gone, and its next
+		// read ends the session.
+		_ = s.nc.Close()
+		s.logger().Debug("client write failed after the release", zap.Error(err))
+	}
 	return true, nil
 }
 
-// giveBack cleans a connection that served a client and returns it.
-func (s *Session) giveBack(c *pooler.Conn) {
+// giveBack cleans a connection that served a client and returns it. It
+// reports a backlog: a waiting client got c and more still wait.
+func (s *Session) giveBack(c *pooler.Conn) (backlog bool) {
 	// A cancel still in flight must hit neither the cleanup below nor the
 	// connection's next client.
 	s.cancels.Wait()
 	conn := c.Value
 	if conn.Broken {
 		s.pool.Destroy(c)
-		return
+		return false
 	}
 	set := s.pool.Settings()
 	if conn.TxStatus != protocol.TxIdle {
 		if err := s.execCleanup(c, "ROLLBACK"); err != nil {
-			return
+			return false
 		}
 	}
 	if set.DB.CleanupServerConnections {
 		if q := cleanupQuery(set.Mode(), conn); q != "" {
 			if err := s.execCleanup(c, q); err != nil {
-				return
+				return false
 			}
 			if strings.Contains(q, "DEALLOCATE ALL") || strings.Contains(q, "DISCARD ALL") {
 				conn.Prepared.Clear()
@@ -313,7 +348,7 @@ func (s *Session) giveBack(c *pooler.Conn) {
 		conn.DirtySet, conn.DirtyPrepare, conn.DirtyCursor = false, false, false
 	}
 	conn.Reader.Shrink() // keep the 8 KiB buffer: one read syscall per reply, not two
-	s.pool.Release(c)
+	return s.pool.Release(c)
 }
 
 func (s *Session) execCleanup(c *pooler.Conn, q string) error {
