@@ -13,9 +13,10 @@ import (
 )
 
 var (
-	_ session.Metrics          = (*Metrics)(nil)
-	_ session.ParamSyncMetrics = (*Metrics)(nil)
-	_ session.TLSMetrics       = (*Metrics)(nil)
+	_ session.Metrics            = (*Metrics)(nil)
+	_ session.ParamSyncMetrics   = (*Metrics)(nil)
+	_ session.ClientWriteMetrics = (*Metrics)(nil)
+	_ session.TLSMetrics         = (*Metrics)(nil)
 )
 
 // Kinds of client connection counted by ClientConnection, the type label
@@ -37,6 +38,7 @@ type Metrics struct {
 	serverLost    *prometheus.CounterVec
 	rejected      *prometheus.CounterVec
 	clientErrors  *prometheus.CounterVec
+	clientWrites  *prometheus.CounterVec
 	paramSync     *prometheus.CounterVec
 	tlsHandshakes *prometheus.CounterVec
 	tlsFailures   *prometheus.CounterVec
@@ -94,6 +96,13 @@ func New(d *daemon.Daemon) *Metrics {
 	for _, r := range []string{"protocol_violation", "message_too_large", "message_timeout", "max_memory_usage"} {
 		m.clientErrors.WithLabelValues(r)
 	}
+	m.clientWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pg_doorman_client_write_failures_total",
+		Help: "Writes to a logged-in client that failed during a transaction (the client is gone), by what became of the server connection: closed (the answer was cut, the connection cannot be reused) or kept (it went back to the pool before the answer was written).",
+	}, []string{"server"})
+	for _, r := range []string{"closed", "kept"} {
+		m.clientWrites.WithLabelValues(r)
+	}
 	m.tlsHandshakes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pg_doorman_tls_handshakes_total",
 		Help: "Client TLS handshakes (after an SSLRequest or direct TLS), by result (ok, failed).",
@@ -121,7 +130,7 @@ func New(d *daemon.Daemon) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.logins, m.loginFailures, m.serverLost, m.rejected, m.clientErrors, m.paramSync,
+		m.logins, m.loginFailures, m.serverLost, m.rejected, m.clientErrors, m.clientWrites, m.paramSync,
 		m.tlsHandshakes, m.tlsFailures, m.scramAuth, m.memReturns, m.memReturned,
 		&daemonCollector{m: m},
 		newPoolCollector(d),
@@ -167,6 +176,10 @@ func (m *Metrics) ServerLost(db, user string) { m.serverLost.WithLabelValues(use
 // ClientError counts a logged-in client's fault answered by pg_doorman
 // (session.Metrics).
 func (m *Metrics) ClientError(reason string) { m.clientErrors.WithLabelValues(reason).Inc() }
+
+// ClientWriteFailed counts a failed write to a logged-in client during a
+// transaction (session.ClientWriteMetrics).
+func (m *Metrics) ClientWriteFailed(server string) { m.clientWrites.WithLabelValues(server).Inc() }
 
 // ParamSyncFailed counts a client parameter the server rejected
 // (session.ParamSyncMetrics).

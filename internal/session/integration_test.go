@@ -521,6 +521,9 @@ func TestClientResetMidResultFreesBackend(t *testing.T) {
 	require.NoError(t, next.QueryRow(qctx, "SELECT 1").Scan(&one))
 	p, _ := d.Daemon.Pools.Lookup("appdb", "app")
 	require.Eventually(t, func() bool { return p.Conns().Stats().Busy == 0 }, 2*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		return tlMetric(t, d, "pg_doorman_client_write_failures_total", "server", "closed") == 1
+	}, 2*time.Second, 10*time.Millisecond)
 }
 
 // A client that resets while its transaction runs: the answer cannot be
@@ -546,4 +549,8 @@ func TestClientResetBeforeAnswerKeepsBackend(t *testing.T) {
 	next := connect(t, d.DSN("app", "app-secret", "appdb"))
 	require.Equal(t, pid, backendPID(t, next), "the backend served the next client")
 	require.Len(t, pg.BackendPIDs(t, "app"), 1)
+	require.Eventually(t, func() bool {
+		return tlMetric(t, d, "pg_doorman_client_write_failures_total", "server", "kept") == 1
+	}, 2*time.Second, 10*time.Millisecond)
+	require.Zero(t, tlMetric(t, d, "pg_doorman_client_write_failures_total", "server", "closed"))
 }

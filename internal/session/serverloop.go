@@ -63,6 +63,21 @@ func (s *Session) pumpServer(c *pooler.Conn, inline bool) pumpEnd {
 	return end
 }
 
+// ClientWriteMetrics is implemented by Env.Metrics hooks that count
+// writes to a logged-in client that failed during a transaction, by what
+// became of the server connection: "closed" (the answer was cut, so the
+// connection cannot be reused) or "kept" (the connection went back to the
+// pool before the answer was written).
+type ClientWriteMetrics interface {
+	ClientWriteFailed(server string)
+}
+
+func (s *Session) countClientWriteFailed(server string) {
+	if m, ok := s.env.Metrics.(ClientWriteMetrics); ok {
+		m.ClientWriteFailed(server)
+	}
+}
+
 // clientWriteError is a failed write to the client during an attachment;
 // any other error of pump is a failed read of the server.
 type clientWriteError struct{ err error }
@@ -313,6 +328,7 @@ func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transa
 	if err := s.flushClient(buf); err != nil {
 		// The server went back clean; the client is gone, and its next
 		// read ends the session.
+		s.countClientWriteFailed("kept")
 		_ = s.nc.Close()
 		s.logger().Debug("client write failed after the release", zap.Error(err))
 	}
@@ -448,6 +464,7 @@ func (s *Session) clientWriteFailed(c *pooler.Conn, err error) {
 	s.mu.Unlock()
 	s.pool.Stats.ClientsActive.Add(-1)
 	s.pool.Destroy(c)
+	s.countClientWriteFailed("closed")
 	_ = s.nc.Close()
 	s.logger().Debug("client write failed, server connection closed", zap.Error(err))
 }
