@@ -257,10 +257,10 @@ const (
 // client and, at the safe point, releases the connection (released).
 //
 // A transaction the client loop drives (inline) on a connection that
-// needs no cleanup is released before its answer is written, and when the
-// pool hands the connection straight to a waiting client, that client's
-// goroutine runs first (handFirst): it writes its request to the server,
-// and only then is this client answered. Under a full pool the server then
+// needs no cleanup is released before its answer is written (handFirst),
+// and when the pool hands the connection straight to a waiting client
+// while more still wait, that client's goroutine runs first: it writes its
+// request to the server, and only then is this client answered. Under a full pool the server then
 // waits for the next request by one goroutine switch, not by the write to
 // this client and the wake-up of its reader that the write causes. Only
 // the goroutine that drives may do so: serverLoop's client loop could
