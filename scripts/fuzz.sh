@@ -24,6 +24,7 @@ for pkg in $(go list ${FUZZ_PKGS:-./...}); do
         echo "fuzz.sh: $f: the fuzz coordinator's deadline race (golang/go#75804), no failing input: flake"
         flaked=$((flaked + 1))
       else
+        echo "$out"
         echo "fuzz.sh: $f FAILED"
         failed=$((failed + 1))
       fi

@@ -538,8 +538,7 @@ func TestClientResetBeforeAnswerKeepsBackend(t *testing.T) {
 	require.NoError(t, before.Close(ctx))
 
 	raw, c := dialRaw(t, d)
-	rr := c.Exec(ctx, "SELECT pg_sleep(0.3)") // written now, read never
-	_ = rr
+	c.Exec(ctx, "SELECT pg_sleep(0.3)") // written now, read never
 	p, _ := d.Daemon.Pools.Lookup("appdb", "app")
 	require.Eventually(t, func() bool { return p.Conns().Stats().Busy == 1 }, 2*time.Second, time.Millisecond)
 	require.NoError(t, raw.(*net.TCPConn).SetLinger(0))

@@ -260,11 +260,12 @@ const (
 // needs no cleanup is released before its answer is written (handFirst),
 // and when the pool hands the connection straight to a waiting client
 // while more still wait, that client's goroutine runs first: it writes its
-// request to the server, and only then is this client answered. Under a full pool the server then
-// waits for the next request by one goroutine switch, not by the write to
-// this client and the wake-up of its reader that the write causes. Only
-// the goroutine that drives may do so: serverLoop's client loop could
-// attach a server for a pipelined next request and answer it first.
+// request to the server, and only then is this client answered. Under a
+// full pool the server then waits for the next request by one goroutine
+// switch, not by the write to this client and the wake-up of its reader
+// that the write causes. Only the goroutine that drives may do so:
+// serverLoop's client loop could attach a server for a pipelined next
+// request and answer it first.
 func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transaction, inline bool) (released bool, err error) {
 	conn := c.Value
 	conn.TxStatus = status
