@@ -108,6 +108,17 @@ func (c *Conn) NetConn() net.Conn { return c.nc }
 // Write writes raw protocol bytes to the server.
 func (c *Conn) Write(b []byte) (int, error) { return c.nc.Write(b) }
 
+// WriteAwaitRead writes a request whose answer the caller reads next, and
+// returns once the server has sent something (rawio.Conn.WriteAwaitRead),
+// so that the read finds it without a call that finds nothing first. A
+// connection with bytes already buffered, or under TLS, just writes.
+func (c *Conn) WriteAwaitRead(b []byte) (int, error) {
+	if rc, ok := c.nc.(*rawio.Conn); ok && c.Reader.Buffered() == 0 {
+		return rc.WriteAwaitRead(b)
+	}
+	return c.nc.Write(b)
+}
+
 // Abort closes the socket at once, without Terminate or a TLS
 // close_notify: for a connection found broken, whose owner then destroys
 // it (Close after Abort is harmless).

@@ -24,6 +24,16 @@ type Conn struct {
 	// still flushes: each direction's scratch is used under its mutex.
 	rd, wr          direction
 	readFn, writeFn func(fd uintptr) bool // doRead and doWrite, bound once so a call allocates nothing
+	awaitFn         func(fd uintptr) bool // doAwait, bound once
+	aw              await                 // WriteAwaitRead's state, under rd.mu
+}
+
+// await is the state of one WriteAwaitRead.
+type await struct {
+	p     []byte
+	wrote bool
+	n     int
+	err   error
 }
 
 // direction is the scratch state of one direction's calls.
@@ -67,6 +77,7 @@ func Wrap(nc net.Conn) *Conn {
 	}
 	c.readFn = c.doRead
 	c.writeFn = c.doWrite
+	c.awaitFn = c.doAwait
 	return c
 }
 
@@ -192,6 +203,45 @@ func (c *Conn) doWrite(fd uintptr) bool {
 		}
 	}
 	return true
+}
+
+// WriteAwaitRead writes p like Write and returns once the socket has
+// something to read, for a request whose answer the caller reads next: the
+// read then finds the answer at once, where a Read right after the write
+// would first find the socket empty (one system call that returns EAGAIN,
+// then the wait). The write runs inside the RawConn's Read, after it has
+// reset the descriptor's readiness, so an answer that arrives while the
+// write returns is not missed. A wait that ends without data (a deadline,
+// the connection closed) is not reported: the read that follows meets the
+// same condition and reports it. A Conn without raw calls, or a p larger
+// than rawWriteMax, is a plain Write.
+func (c *Conn) WriteAwaitRead(p []byte) (int, error) {
+	if c.rc == nil || len(p) == 0 || len(p) > rawWriteMax {
+		return c.Write(p)
+	}
+	c.rd.mu.Lock()
+	c.aw = await{p: p}
+	_ = c.rc.Read(c.awaitFn)
+	aw := c.aw
+	c.aw = await{}
+	c.rd.mu.Unlock()
+	if !aw.wrote {
+		// The wait did not start (a read deadline already passed, the
+		// connection closed): the write alone.
+		return c.Write(p)
+	}
+	return aw.n, aw.err
+}
+
+// doAwait writes on its first call and then waits for readability: each
+// later call is a readiness edge.
+func (c *Conn) doAwait(uintptr) bool {
+	if c.aw.wrote {
+		return true
+	}
+	c.aw.wrote = true
+	c.aw.n, c.aw.err = c.wr.call(c.rc, true, c.writeFn, c.aw.p)
+	return c.aw.err != nil
 }
 
 // opError is the error net.Conn would return for errno e.

@@ -14,6 +14,11 @@
 // Writes larger than rawWriteMax use the ordinary path: copying them may
 // take long enough for the hand-off to be worth it.
 //
+// WriteAwaitRead writes a request and waits for its answer in one
+// RawConn.Read, so that the read of the answer does not first find the
+// socket empty: a Read that waits does one system call that returns
+// EAGAIN before every wait.
+//
 // A Conn is safe for concurrent use like a net.Conn: each direction's
 // scratch fields are used under that direction's mutex, uncontended on the
 // hot path. It owns no buffer: Read and Write use the caller's slices only

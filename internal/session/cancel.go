@@ -81,7 +81,7 @@ func (s *Session) stopWaitLocked() bool {
 
 func (h *waitHook) DoneWaiting(queued bool, wait time.Duration) {
 	s := (*Session)(h)
-	s.longWait = lookAfterWait(queued, wait) // called by Acquire in the client loop's goroutine
+	s.lastWait = classifyWait(queued, wait) // called by Acquire in the client loop's goroutine
 	s.mu.Lock()
 	s.waiting = false
 	select {

@@ -14,8 +14,11 @@
 // gives a clean connection back before it writes the answer to the client
 // and, when the pool handed it to a waiting client and more wait, lets
 // that client's goroutine run first, so that under a full pool the server
-// has its next request before this client is answered (readyForQuery). So
-// the common transaction runs on one goroutine with no handoff; inside a
+// has its next request before this client is answered (readyForQuery). A
+// drive whose server came without a queue wait writes the request and
+// waits for the answer in one call (flushRequest), so pump's first read
+// does not find the socket empty. So the common transaction runs on one
+// goroutine with no handoff; inside a
 // transaction block the connection stays attached between statements and
 // each is driven the same way. When the server may speak unasked (COPY
 // from the client, messages after the last Sync, session mode), a second

@@ -156,38 +156,66 @@ func (s *Session) loop(ctx context.Context) error {
 			continue
 		}
 		if s.crd.Buffered() == 0 {
-			if err := s.flushServer(srv, sbuf); err != nil {
+			drive := s.beginDrive()
+			if err := s.flushRequest(srv, sbuf, drive); err != nil {
+				s.endDrive()
 				return err
 			}
 			putBuf(sbuf)
 			sbuf = nil
-			if err := s.afterFlush(srv); err != nil {
+			if err := s.afterFlush(srv, drive); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// afterFlush decides who reads the server once the client's messages are
-// written: the client loop itself (drive) when the client has sent a
-// request and nothing more, in transaction mode; otherwise serverLoop,
-// while the client loop goes on reading the client.
-func (s *Session) afterFlush(srv *pooler.Conn) error {
+// beginDrive decides, before the client's messages are written, who reads
+// the server's answer: the client loop itself (drive) when the client has
+// sent a request and nothing more, in transaction mode; otherwise
+// serverLoop, while the client loop goes on reading the client. A drive
+// starts here, so that Kill aborts the server connection from the write on.
+func (s *Session) beginDrive() bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	drive := s.srvDone == nil && s.pending > 0 && s.transactionMode()
 	if drive {
 		s.driving = true
 	}
+	return drive
+}
+
+func (s *Session) endDrive() {
+	s.mu.Lock()
+	s.driving = false
 	s.mu.Unlock()
+}
+
+// flushRequest writes the client's messages to the server. When the client
+// loop drives and its server came without a wait in the pool's queue, the
+// write also waits for the answer to begin (backend.Conn.WriteAwaitRead):
+// pump's first read then finds it, instead of finding the socket empty and
+// waiting after that. Under a pool with more clients than servers the
+// read comes first as before: there the answer is often in the socket by
+// the time the goroutine reads (the backend ran while it was preempted),
+// while a wait for it would only end at the scheduler's next look at the
+// network, behind every runnable goroutine (docs/benchmarks.md,
+// seventeenth pass).
+func (s *Session) flushRequest(srv *pooler.Conn, b *[]byte, drive bool) error {
+	return s.writeServer(srv, b, drive && s.lastWait == waitNone)
+}
+
+// afterFlush hands the server's side to serverLoop, or drives it in the
+// client loop (beginDrive decided which) until the transaction is released
+// or the client has to be read again.
+func (s *Session) afterFlush(srv *pooler.Conn, drive bool) error {
 	if !drive {
 		s.watch(srv)
 		s.wakeIfFakeDue(srv)
 		return nil
 	}
 	end := s.pumpServer(srv, true)
-	s.mu.Lock()
-	s.driving = false
-	s.mu.Unlock()
+	s.endDrive()
 	switch end {
 	case pumpFailed:
 		return errServerEnded
@@ -435,10 +463,21 @@ func (s *Session) accountLocked(typ byte) {
 // flushServer writes b to srv and empties it; a failed write ends the
 // server side (serverWriteFailed).
 func (s *Session) flushServer(srv *pooler.Conn, b *[]byte) error {
+	return s.writeServer(srv, b, false)
+}
+
+// writeServer writes b to srv, with WriteAwaitRead when await.
+func (s *Session) writeServer(srv *pooler.Conn, b *[]byte, await bool) error {
 	if len(*b) == 0 {
 		return nil
 	}
-	n, err := srv.Value.Write(*b)
+	var n int
+	var err error
+	if await {
+		n, err = srv.Value.WriteAwaitRead(*b)
+	} else {
+		n, err = srv.Value.Write(*b)
+	}
 	s.pool.Stats.BytesReceived.Add(uint64(n))
 	*b = (*b)[:0]
 	if err != nil {

@@ -60,7 +60,7 @@ func defaultAppName(client string, set *pooler.Settings) string {
 func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error) {
 	s.state.Store(StateWaiting)
 	s.pool.Stats.ClientsActive.Add(1)
-	s.longWait = false
+	s.lastWait = waitNone
 	c, err := s.pool.AcquireFor(ctx, (*waitHook)(s))
 	if err != nil {
 		s.pool.Stats.ClientsActive.Add(-1)
@@ -72,7 +72,7 @@ func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error
 	// Only after a real wait of leftCheckAfter or more (lookAfterWait): a
 	// server handed over at once or within the anticipation spin costs
 	// nothing, not even a clock read, and a short wait no system call.
-	if s.longWait && clientLeft(s.nc, s.raw) {
+	if s.lastWait == waitLong && clientLeft(s.nc, s.raw) {
 		// The client gave up while it waited (its connect or statement
 		// timeout, a reset): its statement is not run, as PostgreSQL's
 		// client_connection_check_interval would cancel it.
@@ -106,6 +106,25 @@ const leftCheckAfter = 100 * time.Millisecond
 // look at the client.
 func lookAfterWait(queued bool, wait time.Duration) bool {
 	return queued && wait >= leftCheckAfter
+}
+
+// acquireWait is how an Acquire got its server.
+type acquireWait uint8
+
+const (
+	waitNone   acquireWait = iota // idle at once, or within the anticipation spin
+	waitQueued                    // after a wait in the pool's queue
+	waitLong                      // after such a wait of leftCheckAfter or more
+)
+
+func classifyWait(queued bool, wait time.Duration) acquireWait {
+	switch {
+	case lookAfterWait(queued, wait):
+		return waitLong
+	case queued:
+		return waitQueued
+	}
+	return waitNone
 }
 
 // bindServer makes c the session's server for its transaction.

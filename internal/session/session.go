@@ -120,12 +120,11 @@ type Session struct {
 	closing bool          // the client is gone: serverLoop must not release into a session
 	killed  bool
 	wake    bool // serverLoop must emit fake answers now (see rw)
-	// longWait: the last Acquire waited in the pool's queue, for a connect
-	// or for a pause, not just within its anticipation spin, for
-	// leftCheckAfter or more, so attach looks at the client (owned by the
-	// client loop).
+	// lastWait: how the last Acquire got its server (acquireWait, owned
+	// by the client loop): a long wait makes attach look at the client, a
+	// queued one makes flushRequest read before it waits for the answer.
 	// Here, with skipToSync, in the padding after the flags above.
-	longWait   bool
+	lastWait   acquireWait
 	skipToSync bool // a refused extended-protocol message: drop messages up to Sync (owned by the client loop)
 	// waiting: the client waits for a server (pooler.Waiter); a cancel
 	// request then sends on waitStop, under mu. waitStop is made at the

@@ -23,13 +23,15 @@ func TestWaitHookStopsOnlyItsWait(t *testing.T) {
 	s.mu.Unlock()
 	require.Len(t, stop, 1)
 	h.DoneWaiting(true, leftCheckAfter) // the wait got its server before it read the stop
-	require.True(t, s.longWait, "a long queued wait makes attach look at the client")
+	require.Equal(t, waitLong, s.lastWait, "a long queued wait makes attach look at the client")
 
 	next := h.Waiting()
 	require.Equal(t, stop, next, "the channel is reused")
 	require.Empty(t, next, "the late stop does not end the next wait")
 	h.DoneWaiting(false, 0)
-	require.False(t, s.longWait, "a server within the spin is no wait")
+	require.Equal(t, waitNone, s.lastWait, "a server within the spin is no wait")
+	h.DoneWaiting(true, time.Millisecond)
+	require.Equal(t, waitQueued, s.lastWait, "a short queued wait")
 	s.mu.Lock()
 	require.False(t, s.stopWaitLocked())
 	s.mu.Unlock()
