@@ -25,18 +25,10 @@ type Conn struct {
 	rd, wr          direction
 	readFn, writeFn func(fd uintptr) bool // doRead and doWrite, bound once so a call allocates nothing
 	awaitFn         func(fd uintptr) bool // doAwait, bound once
-	aw              await                 // WriteAwaitRead's state, under rd.mu
 }
 
-// await is the state of one WriteAwaitRead.
-type await struct {
-	p     []byte
-	wrote bool
-	n     int
-	err   error
-}
-
-// direction is the scratch state of one direction's calls.
+// direction is the scratch state of one direction's calls (WriteAwaitRead
+// uses the read direction's: it is a read that writes first).
 type direction struct {
 	mu  sync.Mutex
 	buf []byte
@@ -219,29 +211,30 @@ func (c *Conn) WriteAwaitRead(p []byte) (int, error) {
 	if c.rc == nil || len(p) == 0 || len(p) > rawWriteMax {
 		return c.Write(p)
 	}
+	// The read direction's scratch holds the request and, once written,
+	// the write's result (n -1: not written yet).
 	c.rd.mu.Lock()
-	c.aw = await{p: p}
+	c.rd.buf, c.rd.n, c.rd.err = p, -1, nil
 	_ = c.rc.Read(c.awaitFn)
-	aw := c.aw
-	c.aw = await{}
+	n, err := c.rd.n, c.rd.err
+	c.rd.buf, c.rd.err = nil, nil
 	c.rd.mu.Unlock()
-	if !aw.wrote {
+	if n < 0 {
 		// The wait did not start (a read deadline already passed, the
 		// connection closed): the write alone.
 		return c.Write(p)
 	}
-	return aw.n, aw.err
+	return n, err
 }
 
 // doAwait writes on its first call and then waits for readability: each
 // later call is a readiness edge.
 func (c *Conn) doAwait(uintptr) bool {
-	if c.aw.wrote {
+	if c.rd.n >= 0 {
 		return true
 	}
-	c.aw.wrote = true
-	c.aw.n, c.aw.err = c.wr.call(c.rc, true, c.writeFn, c.aw.p)
-	return c.aw.err != nil
+	c.rd.n, c.rd.err = c.wr.call(c.rc, true, c.writeFn, c.rd.buf)
+	return c.rd.err != nil
 }
 
 // opError is the error net.Conn would return for errno e.

@@ -18,9 +18,8 @@
 // drive whose server came without a queue wait writes the request and
 // waits for the answer in one call (flushRequest), so pump's first read
 // does not find the socket empty. So the common transaction runs on one
-// goroutine with no handoff; inside a
-// transaction block the connection stays attached between statements and
-// each is driven the same way. When the server may speak unasked (COPY
+// goroutine with no handoff; inside a transaction block the connection
+// stays attached between statements and each is driven the same way. When the server may speak unasked (COPY
 // from the client, messages after the last Sync, session mode), a second
 // goroutine (serverLoop) takes over the server side for the rest of the
 // attachment while the client loop reads the client; it then owns the
