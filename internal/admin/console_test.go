@@ -197,7 +197,9 @@ func TestPauseWaitsForBusyConnections(t *testing.T) {
 		_ = ln.Close()
 		held.closeAll()
 	})
-	cfg := testConfig + fmt.Sprintf(`
+	// query_wait_timeout 1s: the connect keeps its client's deadline after
+	// the client leaves (pool.hedgedWait), so the test waits that long.
+	cfg := strings.Replace(testConfig, "[general]\n", "[general]\nquery_wait_timeout = \"1s\"\n", 1) + fmt.Sprintf(`
 [pools.slow]
 server_host = "127.0.0.1"
 server_port = %d
@@ -232,6 +234,8 @@ password = "md5c4ca4238a0b923820dcc509a6f75849b"
 
 	cancel()
 	require.Error(t, <-errc)
+	require.Eventually(t, func() bool { return p.Conns().Stats().Creating == 0 }, 5*time.Second, 5*time.Millisecond,
+		"the connect ends at its client's deadline")
 	r = query1(t, c, "PAUSE slow")
 	require.Empty(t, r.Notices, "nothing in use any more")
 	require.Equal(t, "RESUME", query1(t, c, "RESUME slow").Tag)

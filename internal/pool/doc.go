@@ -6,7 +6,7 @@
 // or Destroy (it is broken or dirty beyond repair). Using a Conn after handing
 // it back is a bug and panics with "BUG: ...".
 //
-// The acquire path is built around three rules:
+// The acquire path is built around four rules:
 //   - Direct handoff: a released connection goes straight to the oldest
 //     waiter through that waiter's own channel. There is no broadcast wake-up
 //     and no LIFO of waiters, so the order in which clients get served is the
@@ -17,6 +17,11 @@
 //     either a returned connection or a create slot, whichever comes first.
 //   - Epochs: Reconnect bumps the pool's epoch; idle connections of older
 //     epochs are closed at once, busy ones when they come back.
+//   - Hedged connects (hedge.go): a client that takes a slot connects in
+//     the background; once the connect has taken hedgeAfter it also takes
+//     a returned connection, first in line, and a new connection nobody
+//     waits for joins the pool. A slow PostgreSQL then delays the pool's
+//     growth, not single clients.
 //
 // A pool at its size makes a client wait on every transaction, so a wait
 // that ends in a handoff allocates nothing: the queue is linked through

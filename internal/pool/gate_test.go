@@ -10,11 +10,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// acquireBounded is an acquire with a deadline, as pg_doorman's sessions
+// make (query_wait_timeout): the path whose connects are hedged.
+func acquireBounded(p *Pool[*fakeConn]) (*Conn[*fakeConn], error) {
+	return p.AcquireWithin(context.Background(), Bounds{Deadline: time.Now().Add(time.Minute)})
+}
+
 // A waiter at a full burst gate takes a connection returned before its gate
-// budget is spent (direct handoff has priority).
+// budget is spent (direct handoff has priority). The client whose connect
+// holds the slot is first in line for returns (hedgedWait), so two come
+// back: the first to it, the second to the waiter at the gate.
 func TestGateWaiterTakesReturnWithinBudget(t *testing.T) {
 	cn := &connector{}
 	p := pressurePool(t, Config{MaxSize: 4, MaxParallelCreates: 1, WarmRatio: 100}, cn, time.Hour) // budget 500 ms
+	c0, err := p.Acquire(context.Background())
+	require.NoError(t, err)
 	c1, err := p.Acquire(context.Background())
 	require.NoError(t, err)
 	gate := make(chan struct{})
@@ -22,66 +32,251 @@ func TestGateWaiterTakesReturnWithinBudget(t *testing.T) {
 	cn.gate = gate
 	cn.mu.Unlock()
 	var wg sync.WaitGroup
+	gotB := make(chan *Conn[*fakeConn], 1)
 	wg.Go(func() { // B: connects, held at the connector
-		c, err := p.Acquire(context.Background())
-		if err == nil {
-			p.Release(c)
+		c, err := acquireBounded(p)
+		if err != nil {
+			t.Error(err)
 		}
+		gotB <- c
 	})
-	waitFor(t, func() bool { return p.Stats().Creating == 1 })
+	waitFor(t, func() bool { s := p.Stats(); return s.Creating == 1 && s.Waiting == 1 })
 	got := make(chan *Conn[*fakeConn], 1)
 	wg.Go(func() { // C: finds the gate full
-		c, err := p.Acquire(context.Background())
-		require.NoError(t, err)
+		c, err := acquireBounded(p)
+		if err != nil {
+			t.Error(err)
+		}
 		got <- c
 	})
-	waitFor(t, func() bool { return p.Stats().Waiting == 1 })
+	waitFor(t, func() bool { return p.Stats().Waiting == 2 })
 	p.Release(c1)
+	require.Same(t, c1, <-gotB, "the client whose connect is slow takes the first return")
+	p.Release(c0)
 	c := <-got
-	require.Same(t, c1, c)
+	require.Same(t, c0, c)
 	require.Zero(t, p.Stats().GateBudgetExhausted)
 	p.Release(c)
-	close(gate)
+	p.Release(c1)
+	close(gate) // B's connect ends: the new connection joins the pool
 	wg.Wait()
+	waitFor(t, func() bool { s := p.Stats(); return s.ConnectsOvertaken == 1 && s.Idle == 3 })
 }
 
-// Once the gate budget is spent (p99 1 ms: budget 20 ms) the waiter stops
-// taking returned connections and gets the next gate slot, so the pool
-// grows instead of living on handoffs at its warm threshold.
-func TestGateBudgetSpentWaiterCreates(t *testing.T) {
+// gateSetup is a pool of 4 with a burst gate of 1 (p99 as given: the gate
+// budget is twice it, within [20, 500] ms) whose only slot is taken by
+// client B's connect, held at the connector until gate is closed. Two
+// connections are checked out: c0 and c1. B waits first in line for a
+// returned connection meanwhile (hedgedWait); got receives what client C,
+// queued at the full gate behind B, is given once its budget is spent.
+type gateSetup struct {
+	p      *Pool[*fakeConn]
+	c0, c1 *Conn[*fakeConn]
+	gate   chan struct{}
+	gotB   chan *Conn[*fakeConn]
+	got    chan *Conn[*fakeConn]
+	wg     sync.WaitGroup
+}
+
+func newGateSetup(t *testing.T, p99 time.Duration) *gateSetup {
+	t.Helper()
 	cn := &connector{}
-	p := pressurePool(t, Config{MaxSize: 4, MaxParallelCreates: 1, WarmRatio: 100}, cn, time.Millisecond)
-	c1, err := p.Acquire(context.Background())
+	g := &gateSetup{gate: make(chan struct{}), gotB: make(chan *Conn[*fakeConn], 1), got: make(chan *Conn[*fakeConn], 1)}
+	g.p = pressurePool(t, Config{MaxSize: 4, MaxParallelCreates: 1, WarmRatio: 100}, cn, p99)
+	var err error
+	g.c0, err = g.p.Acquire(context.Background())
 	require.NoError(t, err)
-	gate := make(chan struct{})
+	g.c1, err = g.p.Acquire(context.Background())
+	require.NoError(t, err)
 	cn.mu.Lock()
-	cn.gate = gate
+	cn.gate = g.gate
 	cn.mu.Unlock()
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		c, err := p.Acquire(context.Background())
-		if err == nil {
-			p.Release(c)
+	acquire := func(into chan *Conn[*fakeConn]) func() {
+		return func() {
+			c, err := acquireBounded(g.p)
+			if err != nil {
+				t.Error(err)
+			}
+			into <- c
 		}
-	})
-	waitFor(t, func() bool { return p.Stats().Creating == 1 })
-	got := make(chan *Conn[*fakeConn], 1)
-	wg.Go(func() {
-		c, err := p.Acquire(context.Background())
-		require.NoError(t, err)
-		got <- c
-	})
-	waitFor(t, func() bool { return p.Stats().GateBudgetExhausted == 1 })
-	p.Release(c1)
+	}
+	g.wg.Go(acquire(g.gotB))
+	waitFor(t, func() bool { s := g.p.Stats(); return s.Creating == 1 && s.Waiting == 1 })
+	g.wg.Go(acquire(g.got))
+	waitFor(t, func() bool { return g.p.Stats().GateBudgetExhausted == 1 })
+	g.p.Release(g.c1)
+	require.Same(t, g.c1, <-g.gotB, "B takes the first return")
+	return g
+}
+
+// Once the gate budget is spent (p99 250 ms: budget 500 ms) the waiter
+// stops taking returned connections and gets the next gate slot, so the
+// pool grows instead of living on handoffs at its warm threshold. (Its
+// create-only phase lasts another budget: TestCreateOnlyExpires.)
+func TestGateBudgetSpentWaiterCreates(t *testing.T) {
+	g := newGateSetup(t, 250*time.Millisecond)
+	p := g.p
+	p.Release(g.c0)
 	s := p.Stats()
 	require.Equal(t, 1, s.Idle, "the returned connection is not handed to a create-only waiter")
 	require.Equal(t, 1, s.Waiting)
-	close(gate) // B's connect ends; its slot goes to C
-	c := <-got
-	require.NotSame(t, c1, c)
-	require.Equal(t, 3, c.Value.id, "C connected")
+	close(g.gate) // B's connect ends and joins the pool; its slot goes to C, which connects
+	c := <-g.got
+	waitFor(t, func() bool { s := p.Stats(); return s.Created == 4 && s.Creating == 0 })
+	s = p.Stats()
+	require.Equal(t, 4, s.Total, "the pool grew by C's connect")
+	require.Zero(t, s.CreateOnlyExpired)
 	p.Release(c)
-	wg.Wait()
+	p.Release(g.c1)
+	g.wg.Wait()
+}
+
+// A create-only waiter that gets no slot within another budget (the
+// connect in the slot is slow, as when PostgreSQL is starved of CPU) takes
+// the connection that went idle while it passed it over, instead of
+// waiting out its query_wait_timeout while the pool serves others.
+func TestCreateOnlyExpires(t *testing.T) {
+	g := newGateSetup(t, time.Millisecond) // budget 20 ms
+	p := g.p
+	p.Release(g.c0) // passed over, or handed over if the create-only phase is over already
+	c := <-g.got
+	require.Same(t, g.c0, c)
+	s := p.Stats()
+	require.EqualValues(t, 1, s.CreateOnlyExpired)
+	require.Equal(t, 1, s.Creating, "B's connect still holds the slot")
+	require.Zero(t, s.Waiting)
+	p.Release(c)
+	p.Release(g.c1)
+	close(g.gate)
+	g.wg.Wait()
+	waitFor(t, func() bool { s := p.Stats(); return s.Total == 3 && s.Idle == 3 })
+}
+
+// Once its create-only phase is over, a waiter with nothing idle to take
+// stays first in line and gets the next returned connection.
+func TestCreateOnlyExpiredTakesNextReturn(t *testing.T) {
+	g := newGateSetup(t, time.Millisecond)
+	p := g.p
+	waitFor(t, func() bool { return p.Stats().CreateOnlyExpired == 1 })
+	require.Equal(t, 1, p.Stats().Waiting, "still queued")
+	handoffs := p.Stats().Handoffs
+	p.Release(g.c0)
+	c := <-g.got
+	require.Same(t, g.c0, c)
+	require.Equal(t, handoffs+1, p.Stats().Handoffs)
+	p.Release(c)
+	p.Release(g.c1)
+	close(g.gate)
+	g.wg.Wait()
+}
+
+// A client whose connect is slow takes a connection another client
+// returns first; the connect's result joins the pool when it comes.
+func TestSlowConnectOvertakenByReturn(t *testing.T) {
+	cn := &connector{}
+	p := pressurePool(t, Config{MaxSize: 2, MaxParallelCreates: 1, WarmRatio: 100}, cn, time.Hour)
+	c1, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	gate := make(chan struct{})
+	cn.mu.Lock()
+	cn.gate = gate
+	cn.mu.Unlock()
+	got := make(chan *Conn[*fakeConn], 1)
+	go func() {
+		c, err := acquireBounded(p)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- c
+	}()
+	waitFor(t, func() bool { s := p.Stats(); return s.Creating == 1 && s.Waiting == 1 })
+	p.Release(c1)
+	c := <-got
+	require.Same(t, c1, c)
+	require.EqualValues(t, 1, p.Stats().ConnectsHedged)
+	require.Zero(t, p.Stats().ConnectsOvertaken, "the connect is still under way")
+	close(gate)
+	waitFor(t, func() bool { s := p.Stats(); return s.ConnectsOvertaken == 1 && s.Idle == 1 && s.Total == 2 })
+	p.Release(c)
+}
+
+// A client gets its own connect's connection when no return comes first;
+// one whose wait ends first (its deadline) leaves it to the pool.
+func TestHedgedConnectOutcomes(t *testing.T) {
+	t.Run("own connect first", func(t *testing.T) {
+		cn := &connector{}
+		p := pressurePool(t, Config{MaxSize: 2, MaxParallelCreates: 1, WarmRatio: 100}, cn, time.Hour)
+		c1, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		c2, err := acquireBounded(p)
+		require.NoError(t, err)
+		require.NotSame(t, c1, c2)
+		require.Equal(t, 2, c2.Value.id)
+		require.Zero(t, p.Stats().ConnectsHedged, "a connect within hedgeAfter is its client's alone")
+		require.Zero(t, p.Stats().ConnectsOvertaken)
+		require.Zero(t, p.Stats().Waiting)
+		p.Release(c1)
+		p.Release(c2)
+	})
+	t.Run("deadline ends wait and connect", func(t *testing.T) {
+		cn := &connector{}
+		p := pressurePool(t, Config{MaxSize: 2, MaxParallelCreates: 1, WarmRatio: 100}, cn, time.Hour)
+		c1, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		gate := make(chan struct{})
+		cn.mu.Lock()
+		cn.gate = gate
+		cn.mu.Unlock()
+		_, err = p.AcquireWithin(context.Background(), Bounds{Deadline: time.Now().Add(20 * time.Millisecond)})
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Zero(t, p.Stats().Waiting)
+		// The connect keeps the client's deadline (it bounds server_login_retry).
+		waitFor(t, func() bool { s := p.Stats(); return s.Creating == 0 && s.Total == 1 })
+		require.Zero(t, p.Stats().ConnectsOvertaken)
+		close(gate)
+		p.Release(c1)
+	})
+	t.Run("return within hedgeAfter", func(t *testing.T) {
+		// A connection returned while the client's connect is young
+		// goes to the pool, not to the client: the connect is its own.
+		cn := &connector{}
+		p := pressurePool(t, Config{MaxSize: 2, MaxParallelCreates: 1, WarmRatio: 100}, cn, time.Hour)
+		p.hedgeAfter = time.Hour // however slow this machine is
+		c1, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		gate := make(chan struct{})
+		cn.mu.Lock()
+		cn.gate = gate
+		cn.mu.Unlock()
+		got := make(chan *Conn[*fakeConn], 1)
+		go func() {
+			c, err := acquireBounded(p)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- c
+		}()
+		waitFor(t, func() bool { return p.Stats().Creating == 1 })
+		p.Release(c1)
+		require.Equal(t, 1, p.Stats().Idle)
+		close(gate)
+		c := <-got
+		require.NotSame(t, c1, c)
+		p.Release(c)
+	})
+	t.Run("connect fails", func(t *testing.T) {
+		cn := &connector{}
+		p := pressurePool(t, Config{MaxSize: 2, MaxParallelCreates: 1, WarmRatio: 100}, cn, time.Hour)
+		c1, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		cn.fail.Store(true)
+		_, err = acquireBounded(p)
+		require.ErrorContains(t, err, "refused")
+		s := p.Stats()
+		require.Zero(t, s.Waiting)
+		require.Equal(t, 1, s.Total)
+		p.Release(c1)
+	})
 }
 
 // A waiter held up by the pool size, not the gate, keeps taking returned

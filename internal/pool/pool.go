@@ -98,19 +98,20 @@ type Pool[T Resource] struct {
 
 	onIdleReturn func()
 
-	mu       sync.Mutex
-	cfg      Config          // guarded by mu (SetConfig on reload)
-	idle     []*Conn[T]      // oldest return first; LRU takes from the end
-	waiters  waitQueue[T]    // oldest first
-	total    int             // idle + busy + creating
-	busy     int             // handed out
-	creating int             // connects in flight
-	epoch    uint64          // bumped by Reconnect
-	paused   bool            // new acquires wait on resume
-	resume   chan struct{}   // closed by Resume
-	closed   bool            // Close was called
-	counters Counters        // monotonic event counters
-	drained  []chan struct{} // closed when busy+creating reaches zero
+	mu         sync.Mutex
+	cfg        Config          // guarded by mu (SetConfig on reload)
+	idle       []*Conn[T]      // oldest return first; LRU takes from the end
+	waiters    waitQueue[T]    // oldest first
+	total      int             // idle + busy + creating
+	busy       int             // handed out
+	creating   int             // connects in flight
+	epoch      uint64          // bumped by Reconnect
+	paused     bool            // new acquires wait on resume
+	resume     chan struct{}   // closed by Resume
+	closed     bool            // Close was called
+	counters   Counters        // monotonic event counters
+	hedgeAfter time.Duration   // hedge.go's hedgeAfter; tests change it before use
+	drained    []chan struct{} // closed when busy+creating reaches zero
 
 	prereplacing int // replacements in flight (at most maxPrereplacements)
 
@@ -134,6 +135,9 @@ type Counters struct {
 	CreatesStarted      uint64 // connects begun
 	GateWaits           uint64 // acquires that found the burst gate full
 	GateBudgetExhausted uint64 // waits at a full gate longer than the adaptive budget (then create-only)
+	CreateOnlyExpired   uint64 // create-only waits that got no slot within another budget (then take returned connections again)
+	ConnectsHedged      uint64 // connects that outlasted hedgeAfter, so their client took returned connections too
+	ConnectsOvertaken   uint64 // connects whose client took a returned connection first (the new one joined the pool)
 	PermitWaits         uint64 // connects that gave the gate slot back to wait for a coordinator permit
 	FastSpinHits        uint64 // idle connection caught by the anticipation spin
 	AnticipationNotify  uint64 // anticipation ended by a returned connection
@@ -166,7 +170,8 @@ func New[T Resource](o Options[T]) *Pool[T] {
 		o.XactP99 = func() time.Duration { return 0 }
 	}
 	p := &Pool[T]{connect: o.Connect, check: o.Check, now: o.Now, jitter: o.Jitter, xactP99: o.XactP99,
-		permit: o.Permit, tryPerm: o.TryPermit, onIdleReturn: o.OnIdleReturn, alive: o.Alive, cfg: normalize(o.Config)}
+		permit: o.Permit, tryPerm: o.TryPermit, onIdleReturn: o.OnIdleReturn, alive: o.Alive, cfg: normalize(o.Config),
+		hedgeAfter: hedgeAfter}
 	p.resume = make(chan struct{})
 	return p
 }
@@ -233,6 +238,13 @@ func (p *Pool[T]) AcquireWaited(ctx context.Context, b Bounds) (c *Conn[T], wait
 		}
 		waited = true
 		if create {
+			if dl, ok := p.hedgeDeadline(ctx, b, nil); ok {
+				c, err := p.hedgedWait(ctx, b, dl) // hedge.go
+				if errors.Is(err, errAcquireAgain) {
+					continue
+				}
+				return c, true, err
+			}
 			c, err := p.createWithin(ctx, b, nil)
 			return c, true, err
 		}
@@ -243,6 +255,9 @@ func (p *Pool[T]) AcquireWaited(ctx context.Context, b Bounds) (c *Conn[T], wait
 			continue
 		}
 		c, err = p.wait(ctx, b, w)
+		if errors.Is(err, errAcquireAgain) {
+			continue // an idle connection waits (createOnlyOver)
+		}
 		return c, true, err
 	}
 }

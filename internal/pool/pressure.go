@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -11,7 +12,15 @@ import (
 // a returned connection if one comes first. Once it has waited at a full
 // gate longer than the adaptive budget it stops taking returned connections
 // and waits for a slot only, so that a pool fed by handoffs still grows
-// (burst_gate_budget_exhausted).
+// (burst_gate_budget_exhausted). That lasts one more gate budget at most:
+// when connects are slow (PostgreSQL starved of CPU) the slots come
+// seconds apart, and a waiter that kept passing returned connections over
+// would wait out its query_wait_timeout while the pool serves everyone
+// behind it. After it the waiter takes returned connections again, first
+// in line, and still takes a slot if one comes first (create_only_expired);
+// one that finds a connection gone idle meanwhile acquires again. A waiter
+// granted a slot connects in the background and takes a returned
+// connection if one comes first (hedgedWait).
 //
 // It ends when ctx is done, at b.Deadline or at b.Stop, and recycles w on
 // every way out. One timer of w's own, made on its first wait, serves the
@@ -21,6 +30,7 @@ func (p *Pool[T]) wait(ctx context.Context, b Bounds, w *waiter[T]) (*Conn[T], e
 	const (
 		phaseAnticipation = iota
 		phaseBudget
+		phaseCreateOnly
 		phaseNone
 	)
 	deadline := b.Deadline
@@ -60,6 +70,9 @@ func (p *Pool[T]) wait(ctx context.Context, b Bounds, w *waiter[T]) (*Conn[T], e
 				if fallback {
 					p.count(func(c *Counters) { c.CreateFallback++ })
 				}
+				if dl, ok := p.hedgeDeadline(ctx, b, permit); ok {
+					return p.hedgedWait(ctx, b, dl) // hedge.go
+				}
 				return p.createWithin(ctx, b, permit)
 			}
 			if permit != nil { // a returned connection came first
@@ -75,12 +88,21 @@ func (p *Pool[T]) wait(ctx context.Context, b Bounds, w *waiter[T]) (*Conn[T], e
 				return nil, p.giveUp(w, context.DeadlineExceeded)
 			}
 			if phase != phaseNone && !now.Before(phaseEnd) {
-				if phase == phaseAnticipation {
+				switch phase {
+				case phaseAnticipation:
 					p.anticipationOver(w)
 					phase, phaseEnd = phaseBudget, now.Add(p.gateBudget())
-				} else {
-					p.budgetSpent(w)
+				case phaseBudget:
 					phase = phaseNone
+					if p.budgetSpent(w) {
+						phase, phaseEnd = phaseCreateOnly, now.Add(p.gateBudget())
+					}
+				case phaseCreateOnly:
+					phase = phaseNone
+					if p.createOnlyOver(w) {
+						p.freeWaiter(w)
+						return nil, errAcquireAgain
+					}
 				}
 			}
 			arm(now)
@@ -109,16 +131,44 @@ func (p *Pool[T]) count(f func(*Counters)) {
 }
 
 // budgetSpent turns a waiter that found the burst gate full for longer than
-// the gate budget into a create-only waiter. A waiter held up by the pool
-// size rather than the gate keeps taking returned connections.
-func (p *Pool[T]) budgetSpent(w *waiter[T]) {
+// the gate budget into a create-only waiter, and reports whether it did. A
+// waiter held up by the pool size rather than the gate keeps taking
+// returned connections.
+func (p *Pool[T]) budgetSpent(w *waiter[T]) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !w.queued || p.total >= p.cfg.MaxSize {
-		return // granted already, or the gate is not what it waits for
+		return false // granted already, or the gate is not what it waits for
 	}
 	p.counters.GateBudgetExhausted++
 	w.createOnly = true
+	return true
+}
+
+// errAcquireAgain ends a wait whose waiter left the queue to take an idle
+// connection through a fresh acquire (createOnlyOver, hedgedWait).
+var errAcquireAgain = errors.New("pool: acquire again")
+
+// createOnlyOver ends a create-only phase that got no slot: the waiter
+// takes returned connections again from its place in the queue. A
+// connection that went idle meanwhile (it came back while every waiter
+// passed it over) is taken through a fresh acquire, with the checks an
+// idle connection gets: createOnlyOver then takes the waiter out of the
+// queue and reports true. A waiter that holds a coordinator permit stays
+// create-only: it queued to use the permit.
+func (p *Pool[T]) createOnlyOver(w *waiter[T]) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !w.queued || !w.createOnly || w.permit != nil {
+		return false // granted already (the grant waits in w.ch), or a permit holder
+	}
+	w.createOnly = false
+	p.counters.CreateOnlyExpired++
+	if len(p.idle) == 0 {
+		return false
+	}
+	p.waiters.remove(w)
+	return true
 }
 
 // anticipationOver makes a waiter whose anticipation deadline passed
