@@ -23,9 +23,15 @@
 //     waits for joins the pool. A slow PostgreSQL then delays the pool's
 //     growth, not single clients.
 //
+// A waiter's stages (anticipation, gate budget, create-only) and its
+// deadline are moved on by the waiter's timer under Pool.mu (stageTimer),
+// not by the goroutine that waits: everything that ends or changes a wait
+// arrives on the waiter's channel, and the goroutine waits for that
+// channel, its context and its stop channel only.
+//
 // A pool at its size makes a client wait on every transaction, so a wait
 // that ends in a handoff allocates nothing: the queue is linked through
-// the waiters, waiters (with their channel and their one timer) are
+// the waiters, waiters (with their channel and their timer) are
 // recycled, and AcquireWithin takes its deadline and stop channel as
 // Bounds instead of a derived context. A context is built from Bounds only
 // for the paths that hand one on: a connect, a coordinator permit, an idle

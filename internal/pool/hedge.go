@@ -58,7 +58,7 @@ func (p *Pool[T]) hedgedWait(ctx context.Context, b Bounds, deadline time.Time) 
 	p.mu.Unlock()
 	// Its own connect alone first.
 	alone := time.Until(deadline) > p.hedgeAfter
-	fire := resetTimer(&w.phase, min(p.hedgeAfter, time.Until(deadline)))
+	fire := resetTimer(&w.hedgeTimer, min(p.hedgeAfter, time.Until(deadline)))
 	var err error
 	select {
 	case r := <-h.res:
@@ -89,7 +89,7 @@ func (p *Pool[T]) hedgedWait(ctx context.Context, b Bounds, deadline time.Time) 
 	p.waiters.pushFront(w)
 	p.counters.ConnectsHedged++
 	p.mu.Unlock()
-	fire = resetTimer(&w.phase, time.Until(deadline))
+	fire = resetTimer(&w.hedgeTimer, time.Until(deadline))
 	for {
 		select {
 		case g := <-w.ch: // a returned connection (no create grant comes to a hedging waiter), or the pool closed

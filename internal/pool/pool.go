@@ -81,6 +81,7 @@ const aliveCheckAfter = 5 * time.Millisecond
 type grant[T Resource] struct {
 	conn   *Conn[T]
 	create bool
+	again  bool // take the idle connection that waits: acquire again (createOnlyOverLocked)
 	err    error
 }
 

@@ -22,95 +22,127 @@ import (
 // granted a slot connects in the background and takes a returned
 // connection if one comes first (hedgedWait).
 //
-// It ends when ctx is done, at b.Deadline or at b.Stop, and recycles w on
-// every way out. One timer of w's own, made on its first wait, serves the
-// phases and b.Deadline: it is armed for whichever comes first, and a
-// select of four channels costs less than one of five.
+// The stages and b.Deadline are driven by the waiter's timer under the
+// pool's lock (stageTimer), not by the waiting goroutine: everything that
+// ends or changes a wait arrives on w.ch, so the goroutine waits for that
+// channel, ctx and b.Stop only. It ends when ctx is done, at b.Deadline or
+// at b.Stop, and recycles w on every way out.
 func (p *Pool[T]) wait(ctx context.Context, b Bounds, w *waiter[T]) (*Conn[T], error) {
-	const (
-		phaseAnticipation = iota
-		phaseBudget
-		phaseCreateOnly
-		phaseNone
-	)
 	deadline := b.Deadline
 	if dl, ok := ctx.Deadline(); ok && (deadline.IsZero() || dl.Before(deadline)) {
 		deadline = dl
 	}
-	anticipating := !w.createOK
 	now := time.Now()
-	phase, phaseEnd := phaseBudget, now.Add(p.gateBudget())
-	if anticipating {
-		phase, phaseEnd = phaseAnticipation, now.Add(p.anticipation(deadline))
+	stage, end := stageBudget, time.Time{}
+	if !w.createOK {
+		stage, end = stageAnticipation, now.Add(p.anticipation(deadline))
+	} else {
+		end = now.Add(p.gateBudget())
 	}
-	var fire <-chan time.Time
-	arm := func(now time.Time) {
-		at := phaseEnd
-		if phase == phaseNone || (!b.Deadline.IsZero() && b.Deadline.Before(at)) {
-			at = b.Deadline
-		}
-		fire = nil
-		if !at.IsZero() {
-			fire = resetTimer(&w.phase, at.Sub(now))
-		}
-	}
-	arm(now)
-	for {
-		select {
-		case g := <-w.ch:
-			permit, fallback := w.permit, w.fallback
-			p.freeWaiter(w)
-			if g.err != nil {
-				if permit != nil {
-					permit.Release()
-				}
-				return nil, g.err
-			}
-			if g.create {
-				if fallback {
-					p.count(func(c *Counters) { c.CreateFallback++ })
-				}
-				if dl, ok := p.hedgeDeadline(ctx, b, permit); ok {
-					return p.hedgedWait(ctx, b, dl) // hedge.go
-				}
-				return p.createWithin(ctx, b, permit)
-			}
-			if permit != nil { // a returned connection came first
+	p.mu.Lock()
+	w.stage, w.stageEnd, w.deadline = stage, end, b.Deadline
+	p.armLocked(w, now)
+	p.mu.Unlock()
+	select {
+	case g := <-w.ch:
+		permit, fallback, stage := w.permit, w.fallback, w.stage
+		p.freeWaiter(w)
+		switch {
+		case g.again:
+			return nil, errAcquireAgain
+		case g.err != nil:
+			if permit != nil {
 				permit.Release()
 			}
-			if phase == phaseAnticipation {
-				p.count(func(c *Counters) { c.AnticipationNotify++ })
+			return nil, g.err
+		case g.create:
+			if fallback {
+				p.count(func(c *Counters) { c.CreateFallback++ })
 			}
-			return g.conn, nil
-		case <-fire:
-			now := time.Now()
-			if !b.Deadline.IsZero() && !now.Before(b.Deadline) {
-				return nil, p.giveUp(w, context.DeadlineExceeded)
+			if dl, ok := p.hedgeDeadline(ctx, b, permit); ok {
+				return p.hedgedWait(ctx, b, dl) // hedge.go
 			}
-			if phase != phaseNone && !now.Before(phaseEnd) {
-				switch phase {
-				case phaseAnticipation:
-					p.anticipationOver(w)
-					phase, phaseEnd = phaseBudget, now.Add(p.gateBudget())
-				case phaseBudget:
-					phase = phaseNone
-					if p.budgetSpent(w) {
-						phase, phaseEnd = phaseCreateOnly, now.Add(p.gateBudget())
-					}
-				case phaseCreateOnly:
-					phase = phaseNone
-					if p.createOnlyOver(w) {
-						p.freeWaiter(w)
-						return nil, errAcquireAgain
-					}
-				}
-			}
-			arm(now)
-		case <-ctx.Done():
-			return nil, p.giveUp(w, ctx.Err())
-		case <-b.Stop:
-			return nil, p.giveUp(w, ErrStopped)
+			return p.createWithin(ctx, b, permit)
 		}
+		if permit != nil { // a returned connection came first
+			permit.Release()
+		}
+		if stage == stageAnticipation {
+			p.count(func(c *Counters) { c.AnticipationNotify++ })
+		}
+		return g.conn, nil
+	case <-ctx.Done():
+		return nil, p.giveUp(w, ctx.Err())
+	case <-b.Stop:
+		return nil, p.giveUp(w, ErrStopped)
+	}
+}
+
+// A queued waiter's stages (wait).
+const (
+	stageAnticipation = iota // not eligible for a create slot yet
+	stageBudget              // eligible; the gate budget runs
+	stageCreateOnly          // budget spent: waits for a slot only
+	stageNone                // no stage ends any more (b.Deadline may)
+)
+
+// armLocked sets w's timer for the end of its stage or its deadline,
+// whichever comes first (none: the timer stays stopped).
+func (p *Pool[T]) armLocked(w *waiter[T], now time.Time) {
+	at := w.stageEnd
+	if w.stage == stageNone || (!w.deadline.IsZero() && w.deadline.Before(at)) {
+		at = w.deadline
+	}
+	w.due = at
+	if at.IsZero() {
+		return
+	}
+	if w.timer == nil {
+		w.timer = time.AfterFunc(at.Sub(now), func() { p.stageTimer(w) })
+		return
+	}
+	w.timer.Reset(at.Sub(now))
+}
+
+// stageTimer runs when a waiter's timer fires: it ends the wait at its
+// deadline or moves it to its next stage, under the pool's lock. A firing
+// that comes late, for a wait that has ended (w no longer queued) or one
+// re-armed since (recycled for another wait, not due yet), does nothing.
+func (p *Pool[T]) stageTimer(w *waiter[T]) {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !w.queued || w.due.IsZero() || now.Before(w.due) {
+		return
+	}
+	if !w.deadline.IsZero() && !now.Before(w.deadline) {
+		p.waiters.remove(w)
+		p.counters.WaitCancels++
+		w.ch <- grant[T]{err: context.DeadlineExceeded}
+		return
+	}
+	if w.stage != stageNone && !now.Before(w.stageEnd) {
+		switch w.stage {
+		case stageAnticipation:
+			// The stage first: the slot anticipationOverLocked may grant
+			// hands w to its goroutine, which reads w then.
+			w.stage, w.stageEnd = stageBudget, now.Add(p.gateBudget())
+			p.anticipationOverLocked(w)
+		case stageBudget:
+			w.stage = stageNone
+			if p.budgetSpentLocked(w) {
+				w.stage, w.stageEnd = stageCreateOnly, now.Add(p.gateBudget())
+			}
+		case stageCreateOnly:
+			w.stage = stageNone
+			if p.createOnlyOverLocked(w) {
+				w.ch <- grant[T]{again: true}
+				return
+			}
+		}
+	}
+	if w.queued { // a create slot may have come with the stage's end
+		p.armLocked(w, now)
 	}
 }
 
@@ -134,9 +166,7 @@ func (p *Pool[T]) count(f func(*Counters)) {
 // the gate budget into a create-only waiter, and reports whether it did. A
 // waiter held up by the pool size rather than the gate keeps taking
 // returned connections.
-func (p *Pool[T]) budgetSpent(w *waiter[T]) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+func (p *Pool[T]) budgetSpentLocked(w *waiter[T]) bool {
 	if !w.queued || p.total >= p.cfg.MaxSize {
 		return false // granted already, or the gate is not what it waits for
 	}
@@ -156,9 +186,7 @@ var errAcquireAgain = errors.New("pool: acquire again")
 // idle connection gets: createOnlyOver then takes the waiter out of the
 // queue and reports true. A waiter that holds a coordinator permit stays
 // create-only: it queued to use the permit.
-func (p *Pool[T]) createOnlyOver(w *waiter[T]) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+func (p *Pool[T]) createOnlyOverLocked(w *waiter[T]) bool {
 	if !w.queued || !w.createOnly || w.permit != nil {
 		return false // granted already (the grant waits in w.ch), or a permit holder
 	}
@@ -173,9 +201,7 @@ func (p *Pool[T]) createOnlyOver(w *waiter[T]) bool {
 
 // anticipationOver makes a waiter whose anticipation deadline passed
 // eligible for a create slot.
-func (p *Pool[T]) anticipationOver(w *waiter[T]) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+func (p *Pool[T]) anticipationOverLocked(w *waiter[T]) {
 	if !w.queued {
 		return // already granted
 	}

@@ -18,7 +18,15 @@ type waiter[T Resource] struct {
 	createOnly bool
 	permit     Permit // taken before queueing for a slot; nil mostly
 
-	phase *time.Timer // anticipation, gate budget, Bounds.Deadline; made once, Reset per wait
+	// The wait's stage and deadline (Pool.wait), under Pool.mu: timer
+	// calls Pool.stageTimer at due, the earlier of stageEnd and deadline.
+	stage    int
+	stageEnd time.Time
+	deadline time.Time   // Bounds.Deadline; zero: none
+	due      time.Time   // zero: the timer is not meant to fire
+	timer    *time.Timer // made on the first wait, Reset per wait
+
+	hedgeTimer *time.Timer // hedgedWait's, made once
 }
 
 // newWaiterLocked takes a recycled waiter, or makes one.
@@ -38,16 +46,22 @@ func (p *Pool[T]) newWaiterLocked(createOK bool) *waiter[T] {
 // freeWaiter recycles w after its wait ended. A pool keeps at most
 // maxFreeWaiters, so a burst of waits leaves a bounded list behind.
 func (p *Pool[T]) freeWaiter(w *waiter[T]) {
-	if w.phase != nil {
-		w.phase.Stop()
+	// A firing that Stop comes too late for finds w no longer queued, or
+	// queued again but not due (stageTimer).
+	if w.timer != nil {
+		w.timer.Stop()
 	}
-	phase, ch := w.phase, w.ch
+	if w.hedgeTimer != nil {
+		w.hedgeTimer.Stop()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	timer, hedgeTimer, ch := w.timer, w.hedgeTimer, w.ch
+	w.due = time.Time{}
 	if p.waiterFreeN >= maxFreeWaiters {
 		return
 	}
-	*w = waiter[T]{ch: ch, phase: phase, next: p.waiterFree}
+	*w = waiter[T]{ch: ch, timer: timer, hedgeTimer: hedgeTimer, next: p.waiterFree}
 	p.waiterFree = w
 	p.waiterFreeN++
 }
