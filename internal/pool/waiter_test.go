@@ -169,3 +169,46 @@ func TestAcquireWaited(t *testing.T) {
 	require.Same(t, c, r.c)
 	p.Release(r.c)
 }
+
+// A waiter's timer that fires late does nothing to a wait that ended (the
+// waiter left the queue) or to the next wait of the recycled waiter before
+// that wait is due; a due one moves the stage on.
+func TestStageTimerFiresLate(t *testing.T) {
+	cn := &connector{}
+	p := pressurePool(t, Config{MaxSize: 1, MaxParallelCreates: 1, WarmRatio: 100}, cn, time.Hour)
+	held, err := p.Acquire(context.Background()) // full: a stage's end grants no slot
+	require.NoError(t, err)
+	defer p.Release(held)
+	past, future := time.Now().Add(-time.Second), time.Now().Add(time.Hour)
+	for _, tt := range []struct {
+		name      string
+		queued    bool
+		due       time.Time
+		wantStage int
+	}{
+		{"the wait ended", false, past, stageAnticipation},
+		{"recycled, not armed yet", true, time.Time{}, stageAnticipation},
+		{"recycled, due later", true, future, stageAnticipation},
+		{"due", true, past, stageBudget},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p.mu.Lock()
+			w := p.newWaiterLocked(false)
+			if tt.queued {
+				p.waiters.pushBack(w)
+			}
+			w.stage, w.stageEnd, w.due = stageAnticipation, past, tt.due
+			p.mu.Unlock()
+			p.stageTimer(w)
+			p.mu.Lock()
+			stage := w.stage
+			if w.queued {
+				p.waiters.remove(w)
+			}
+			p.mu.Unlock()
+			require.Equal(t, tt.wantStage, stage)
+			require.Empty(t, w.ch, "no grant for a firing that does nothing")
+			p.freeWaiter(w)
+		})
+	}
+}
