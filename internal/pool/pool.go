@@ -257,7 +257,7 @@ func (p *Pool[T]) AcquireWaited(ctx context.Context, b Bounds) (c *Conn[T], wait
 		}
 		c, err = p.wait(ctx, b, w)
 		if errors.Is(err, errAcquireAgain) {
-			continue // an idle connection waits (createOnlyOver)
+			continue // an idle connection waits (createOnlyOverLocked)
 		}
 		return c, true, err
 	}

@@ -41,7 +41,9 @@ func (p *Pool[T]) wait(ctx context.Context, b Bounds, w *waiter[T]) (*Conn[T], e
 	}
 	p.mu.Lock()
 	w.stage, w.stageEnd, w.deadline = stage, end, b.Deadline
-	p.armLocked(w, now)
+	if w.queued { // not granted since it queued
+		p.armLocked(w, now)
+	}
 	p.mu.Unlock()
 	select {
 	case g := <-w.ch:
@@ -162,7 +164,7 @@ func (p *Pool[T]) count(f func(*Counters)) {
 	p.mu.Unlock()
 }
 
-// budgetSpent turns a waiter that found the burst gate full for longer than
+// budgetSpentLocked turns a waiter that found the burst gate full for longer than
 // the gate budget into a create-only waiter, and reports whether it did. A
 // waiter held up by the pool size rather than the gate keeps taking
 // returned connections.
@@ -176,14 +178,14 @@ func (p *Pool[T]) budgetSpentLocked(w *waiter[T]) bool {
 }
 
 // errAcquireAgain ends a wait whose waiter left the queue to take an idle
-// connection through a fresh acquire (createOnlyOver, hedgedWait).
+// connection through a fresh acquire (createOnlyOverLocked, hedgedWait).
 var errAcquireAgain = errors.New("pool: acquire again")
 
-// createOnlyOver ends a create-only phase that got no slot: the waiter
+// createOnlyOverLocked ends a create-only stage that got no slot: the waiter
 // takes returned connections again from its place in the queue. A
 // connection that went idle meanwhile (it came back while every waiter
 // passed it over) is taken through a fresh acquire, with the checks an
-// idle connection gets: createOnlyOver then takes the waiter out of the
+// idle connection gets: createOnlyOverLocked then takes the waiter out of the
 // queue and reports true. A waiter that holds a coordinator permit stays
 // create-only: it queued to use the permit.
 func (p *Pool[T]) createOnlyOverLocked(w *waiter[T]) bool {
@@ -199,7 +201,7 @@ func (p *Pool[T]) createOnlyOverLocked(w *waiter[T]) bool {
 	return true
 }
 
-// anticipationOver makes a waiter whose anticipation deadline passed
+// anticipationOverLocked makes a waiter whose anticipation deadline passed
 // eligible for a create slot.
 func (p *Pool[T]) anticipationOverLocked(w *waiter[T]) {
 	if !w.queued {
