@@ -69,3 +69,28 @@ func BenchmarkHandoff(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkIdleCycle is the pool's part of a transaction when nobody
+// waits: TryAcquire of an idle connection and its Release, from one
+// goroutine, as a transaction core on an event loop would call them.
+func BenchmarkIdleCycle(b *testing.B) {
+	cn := &connector{}
+	p := New(Options[*fakeConn]{Config: Config{MaxSize: handoffConns, MaxParallelCreates: handoffConns, WarmRatio: 100},
+		Connect: cn.connect, Jitter: func() float64 { return 1 }})
+	defer p.Close()
+	ctx := context.Background()
+	c, err := p.Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.Release(c)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		c := p.TryAcquire(ctx)
+		if c == nil {
+			b.Fatal("no idle connection")
+		}
+		p.Release(c)
+	}
+}
