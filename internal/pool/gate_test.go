@@ -16,6 +16,30 @@ func acquireBounded(p *Pool[*fakeConn]) (*Conn[*fakeConn], error) {
 	return p.AcquireWithin(context.Background(), Bounds{Deadline: time.Now().Add(time.Minute)})
 }
 
+// acquireBoundedAsync runs acquireBounded in a goroutine of its own; the
+// channel receives what it got (nil after an error, which fails t).
+func acquireBoundedAsync(t *testing.T, p *Pool[*fakeConn]) <-chan *Conn[*fakeConn] {
+	got := make(chan *Conn[*fakeConn], 1)
+	go func() {
+		c, err := acquireBounded(p)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- c
+	}()
+	return got
+}
+
+// holdConnects makes cn's connects wait until the returned channel is
+// closed.
+func holdConnects(cn *connector) chan struct{} {
+	gate := make(chan struct{})
+	cn.mu.Lock()
+	cn.gate = gate
+	cn.mu.Unlock()
+	return gate
+}
+
 // A waiter at a full burst gate takes a connection returned before its gate
 // budget is spent (direct handoff has priority). The client whose connect
 // holds the slot is first in line for returns (hedgedWait), so two come
@@ -27,28 +51,10 @@ func TestGateWaiterTakesReturnWithinBudget(t *testing.T) {
 	require.NoError(t, err)
 	c1, err := p.Acquire(context.Background())
 	require.NoError(t, err)
-	gate := make(chan struct{})
-	cn.mu.Lock()
-	cn.gate = gate
-	cn.mu.Unlock()
-	var wg sync.WaitGroup
-	gotB := make(chan *Conn[*fakeConn], 1)
-	wg.Go(func() { // B: connects, held at the connector
-		c, err := acquireBounded(p)
-		if err != nil {
-			t.Error(err)
-		}
-		gotB <- c
-	})
+	gate := holdConnects(cn)
+	gotB := acquireBoundedAsync(t, p) // B: connects, held at the connector
 	waitFor(t, func() bool { s := p.Stats(); return s.Creating == 1 && s.Waiting == 1 })
-	got := make(chan *Conn[*fakeConn], 1)
-	wg.Go(func() { // C: finds the gate full
-		c, err := acquireBounded(p)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- c
-	})
+	got := acquireBoundedAsync(t, p) // C: finds the gate full
 	waitFor(t, func() bool { return p.Stats().Waiting == 2 })
 	p.Release(c1)
 	require.Same(t, c1, <-gotB, "the client whose connect is slow takes the first return")
@@ -59,7 +65,6 @@ func TestGateWaiterTakesReturnWithinBudget(t *testing.T) {
 	p.Release(c)
 	p.Release(c1)
 	close(gate) // B's connect ends: the new connection joins the pool
-	wg.Wait()
 	waitFor(t, func() bool { s := p.Stats(); return s.ConnectsOvertaken == 1 && s.Idle == 3 })
 }
 
@@ -73,39 +78,26 @@ type gateSetup struct {
 	p      *Pool[*fakeConn]
 	c0, c1 *Conn[*fakeConn]
 	gate   chan struct{}
-	gotB   chan *Conn[*fakeConn]
-	got    chan *Conn[*fakeConn]
-	wg     sync.WaitGroup
+	got    <-chan *Conn[*fakeConn]
 }
 
 func newGateSetup(t *testing.T, p99 time.Duration) *gateSetup {
 	t.Helper()
 	cn := &connector{}
-	g := &gateSetup{gate: make(chan struct{}), gotB: make(chan *Conn[*fakeConn], 1), got: make(chan *Conn[*fakeConn], 1)}
+	g := &gateSetup{}
 	g.p = pressurePool(t, Config{MaxSize: 4, MaxParallelCreates: 1, WarmRatio: 100}, cn, p99)
 	var err error
 	g.c0, err = g.p.Acquire(context.Background())
 	require.NoError(t, err)
 	g.c1, err = g.p.Acquire(context.Background())
 	require.NoError(t, err)
-	cn.mu.Lock()
-	cn.gate = g.gate
-	cn.mu.Unlock()
-	acquire := func(into chan *Conn[*fakeConn]) func() {
-		return func() {
-			c, err := acquireBounded(g.p)
-			if err != nil {
-				t.Error(err)
-			}
-			into <- c
-		}
-	}
-	g.wg.Go(acquire(g.gotB))
+	g.gate = holdConnects(cn)
+	gotB := acquireBoundedAsync(t, g.p)
 	waitFor(t, func() bool { s := g.p.Stats(); return s.Creating == 1 && s.Waiting == 1 })
-	g.wg.Go(acquire(g.got))
+	g.got = acquireBoundedAsync(t, g.p)
 	waitFor(t, func() bool { return g.p.Stats().GateBudgetExhausted == 1 })
 	g.p.Release(g.c1)
-	require.Same(t, g.c1, <-g.gotB, "B takes the first return")
+	require.Same(t, g.c1, <-gotB, "B takes the first return")
 	return g
 }
 
@@ -128,7 +120,6 @@ func TestGateBudgetSpentWaiterCreates(t *testing.T) {
 	require.Zero(t, s.CreateOnlyExpired)
 	p.Release(c)
 	p.Release(g.c1)
-	g.wg.Wait()
 }
 
 // A create-only waiter that gets no slot within another budget (the
@@ -148,7 +139,6 @@ func TestCreateOnlyExpires(t *testing.T) {
 	p.Release(c)
 	p.Release(g.c1)
 	close(g.gate)
-	g.wg.Wait()
 	waitFor(t, func() bool { s := p.Stats(); return s.Total == 3 && s.Idle == 3 })
 }
 
@@ -167,7 +157,6 @@ func TestCreateOnlyExpiredTakesNextReturn(t *testing.T) {
 	p.Release(c)
 	p.Release(g.c1)
 	close(g.gate)
-	g.wg.Wait()
 }
 
 // A client whose connect is slow takes a connection another client
@@ -177,18 +166,8 @@ func TestSlowConnectOvertakenByReturn(t *testing.T) {
 	p := pressurePool(t, Config{MaxSize: 2, MaxParallelCreates: 1, WarmRatio: 100}, cn, time.Hour)
 	c1, err := p.Acquire(context.Background())
 	require.NoError(t, err)
-	gate := make(chan struct{})
-	cn.mu.Lock()
-	cn.gate = gate
-	cn.mu.Unlock()
-	got := make(chan *Conn[*fakeConn], 1)
-	go func() {
-		c, err := acquireBounded(p)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- c
-	}()
+	gate := holdConnects(cn)
+	got := acquireBoundedAsync(t, p)
 	waitFor(t, func() bool { s := p.Stats(); return s.Creating == 1 && s.Waiting == 1 })
 	p.Release(c1)
 	c := <-got
@@ -223,10 +202,7 @@ func TestHedgedConnectOutcomes(t *testing.T) {
 		p := pressurePool(t, Config{MaxSize: 2, MaxParallelCreates: 1, WarmRatio: 100}, cn, time.Hour)
 		c1, err := p.Acquire(context.Background())
 		require.NoError(t, err)
-		gate := make(chan struct{})
-		cn.mu.Lock()
-		cn.gate = gate
-		cn.mu.Unlock()
+		gate := holdConnects(cn)
 		_, err = p.AcquireWithin(context.Background(), Bounds{Deadline: time.Now().Add(20 * time.Millisecond)})
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.Zero(t, p.Stats().Waiting)
@@ -244,18 +220,8 @@ func TestHedgedConnectOutcomes(t *testing.T) {
 		p.hedgeAfter = time.Hour // however slow this machine is
 		c1, err := p.Acquire(context.Background())
 		require.NoError(t, err)
-		gate := make(chan struct{})
-		cn.mu.Lock()
-		cn.gate = gate
-		cn.mu.Unlock()
-		got := make(chan *Conn[*fakeConn], 1)
-		go func() {
-			c, err := acquireBounded(p)
-			if err != nil {
-				t.Error(err)
-			}
-			got <- c
-		}()
+		gate := holdConnects(cn)
+		got := acquireBoundedAsync(t, p)
 		waitFor(t, func() bool { return p.Stats().Creating == 1 })
 		p.Release(c1)
 		require.Equal(t, 1, p.Stats().Idle)

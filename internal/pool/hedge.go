@@ -45,6 +45,17 @@ type hedgeResult[T Resource] struct {
 // under way, growing the pool past what its clients use.
 const hedgeAfter = 100 * time.Millisecond
 
+// createFor connects in the create slot the caller was granted: hedged
+// (hedgedWait) when the wait has a deadline and no coordinator permit is in
+// hand, plainly (createWithin) otherwise. Like hedgedWait it may return
+// errAcquireAgain.
+func (p *Pool[T]) createFor(ctx context.Context, b Bounds, permit Permit) (*Conn[T], error) {
+	if dl, ok := p.hedgeDeadline(ctx, b, permit); ok {
+		return p.hedgedWait(ctx, b, dl)
+	}
+	return p.createWithin(ctx, b, permit)
+}
+
 // hedgedWait runs the connect of the create slot the caller was granted in
 // the background and waits for it; after hedgeAfter it also waits, first
 // in line, for a returned connection and takes whichever comes first,
@@ -80,7 +91,9 @@ func (p *Pool[T]) hedgedWait(ctx context.Context, b Bounds, deadline time.Time) 
 		err = errAcquireAgain
 	}
 	if err != nil {
-		p.counters.WaitCancels++
+		if err != errAcquireAgain { // the wait goes on, as a fresh acquire
+			p.counters.WaitCancels++
+		}
 		p.mu.Unlock()
 		p.freeWaiter(w)
 		p.abandonHedge(h)

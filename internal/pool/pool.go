@@ -239,14 +239,10 @@ func (p *Pool[T]) AcquireWaited(ctx context.Context, b Bounds) (c *Conn[T], wait
 		}
 		waited = true
 		if create {
-			if dl, ok := p.hedgeDeadline(ctx, b, nil); ok {
-				c, err := p.hedgedWait(ctx, b, dl) // hedge.go
-				if errors.Is(err, errAcquireAgain) {
-					continue
-				}
-				return c, true, err
+			c, err := p.createFor(ctx, b, nil) // hedge.go
+			if errors.Is(err, errAcquireAgain) {
+				continue
 			}
-			c, err := p.createWithin(ctx, b, nil)
 			return c, true, err
 		}
 		if w == nil { // paused

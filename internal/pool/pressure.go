@@ -61,10 +61,7 @@ func (p *Pool[T]) wait(ctx context.Context, b Bounds, w *waiter[T]) (*Conn[T], e
 			if fallback {
 				p.count(func(c *Counters) { c.CreateFallback++ })
 			}
-			if dl, ok := p.hedgeDeadline(ctx, b, permit); ok {
-				return p.hedgedWait(ctx, b, dl) // hedge.go
-			}
-			return p.createWithin(ctx, b, permit)
+			return p.createFor(ctx, b, permit) // hedge.go
 		}
 		if permit != nil { // a returned connection came first
 			permit.Release()
