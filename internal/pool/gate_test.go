@@ -355,6 +355,7 @@ func TestPermitWaiterTakesReturnAtPoolSize(t *testing.T) {
 	w := p.newWaiterLocked(true)
 	w.createOnly, w.permit = true, pm
 	p.waiters.pushFront(w)
+	p.startWaitLocked(context.Background(), Bounds{}, w)
 	p.mu.Unlock()
 	got := make(chan *Conn[*fakeConn], 1)
 	go func() {
@@ -561,6 +562,7 @@ func TestCloseFailsCreateOnlyWaiter(t *testing.T) {
 	w := p.newWaiterLocked(true)
 	w.createOnly, w.permit = true, pm
 	p.waiters.pushBack(w)
+	p.startWaitLocked(context.Background(), Bounds{}, w)
 	p.mu.Unlock()
 	errc := make(chan error, 1)
 	go func() { _, err := p.wait(context.Background(), Bounds{}, w); errc <- err }()

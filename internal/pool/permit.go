@@ -70,6 +70,7 @@ func (p *Pool[T]) createAfterPermit(ctx context.Context) (*Conn[T], error) {
 	w := p.newWaiterLocked(true)
 	w.createOnly, w.permit = true, pm
 	p.waiters.pushFront(w)
+	p.startWaitLocked(ctx, Bounds{}, w)
 	p.mu.Unlock()
 	return p.wait(ctx, Bounds{}, w) // ctx has the caller's Bounds in it already (createWithin)
 }

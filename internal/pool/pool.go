@@ -227,7 +227,7 @@ func (p *Pool[T]) AcquireWithin(ctx context.Context, b Bounds) (*Conn[T], error)
 // SpinBudget).
 func (p *Pool[T]) AcquireWaited(ctx context.Context, b Bounds) (c *Conn[T], waited bool, err error) {
 	for {
-		c, create, w, err := p.tryAcquire()
+		c, create, w, err := p.tryAcquire(ctx, b)
 		if err != nil {
 			return nil, waited, err
 		}
@@ -292,7 +292,7 @@ const SpinBudget = 50 * time.Microsecond
 // Below the warm threshold a client that finds nothing idle connects at
 // once (if the gate lets it); above it, it first spins FastRetries times
 // for a connection about to come back, then queues to anticipate one.
-func (p *Pool[T]) tryAcquire() (c *Conn[T], create bool, w *waiter[T], err error) {
+func (p *Pool[T]) tryAcquire(ctx context.Context, b Bounds) (c *Conn[T], create bool, w *waiter[T], err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var start time.Time
@@ -333,6 +333,7 @@ func (p *Pool[T]) tryAcquire() (c *Conn[T], create bool, w *waiter[T], err error
 	}
 	w = p.newWaiterLocked(warm)
 	p.waiters.pushBack(w)
+	p.startWaitLocked(ctx, b, w)
 	p.counters.Waits++
 	return nil, false, w, nil
 }

@@ -229,7 +229,7 @@ func TestAbandonPassesGrantOn(t *testing.T) {
 	p := newTestPool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, cn, nil)
 	held, err := p.Acquire(context.Background())
 	require.NoError(t, err)
-	_, _, w, err := p.tryAcquire()
+	_, _, w, err := p.tryAcquire(context.Background(), Bounds{})
 	require.NoError(t, err)
 	require.NotNil(t, w)
 	p.Release(held) // handed to w, whose client then gives up

@@ -23,28 +23,12 @@ import (
 // connection if one comes first (hedgedWait).
 //
 // The stages and b.Deadline are driven by the waiter's timer under the
-// pool's lock (stageTimer), not by the waiting goroutine: everything that
-// ends or changes a wait arrives on w.ch, so the goroutine waits for that
-// channel, ctx and b.Stop only. It ends when ctx is done, at b.Deadline or
-// at b.Stop, and recycles w on every way out.
+// pool's lock (startWaitLocked, when w is queued, and stageTimer), not by
+// the waiting goroutine: everything that ends or changes a wait arrives on
+// w.ch, so the goroutine waits for that channel, ctx and b.Stop only. It
+// ends when ctx is done, at b.Deadline or at b.Stop, and recycles w on
+// every way out.
 func (p *Pool[T]) wait(ctx context.Context, b Bounds, w *waiter[T]) (*Conn[T], error) {
-	deadline := b.Deadline
-	if dl, ok := ctx.Deadline(); ok && (deadline.IsZero() || dl.Before(deadline)) {
-		deadline = dl
-	}
-	now := time.Now()
-	stage, end := stageBudget, time.Time{}
-	if !w.createOK {
-		stage, end = stageAnticipation, now.Add(p.anticipation(deadline))
-	} else {
-		end = now.Add(p.gateBudget())
-	}
-	p.mu.Lock()
-	w.stage, w.stageEnd, w.deadline = stage, end, b.Deadline
-	if w.queued { // not granted since it queued
-		p.armLocked(w, now)
-	}
-	p.mu.Unlock()
 	select {
 	case g := <-w.ch:
 		permit, fallback, stage := w.permit, w.fallback, w.stage
@@ -84,6 +68,25 @@ const (
 	stageCreateOnly          // budget spent: waits for a slot only
 	stageNone                // no stage ends any more (b.Deadline may)
 )
+
+// startWaitLocked starts the first stage of a waiter just queued, and its
+// timer: anticipation (its deadline leaves room in the earlier of ctx's
+// and b's deadlines) unless it may take a create slot at once, otherwise
+// the gate budget.
+func (p *Pool[T]) startWaitLocked(ctx context.Context, b Bounds, w *waiter[T]) {
+	now := time.Now()
+	w.deadline = b.Deadline
+	if w.createOK {
+		w.stage, w.stageEnd = stageBudget, now.Add(p.gateBudget())
+	} else {
+		deadline := b.Deadline
+		if dl, ok := ctx.Deadline(); ok && (deadline.IsZero() || dl.Before(deadline)) {
+			deadline = dl
+		}
+		w.stage, w.stageEnd = stageAnticipation, now.Add(p.anticipation(deadline))
+	}
+	p.armLocked(w, now)
+}
 
 // armLocked sets w's timer for the end of its stage or its deadline,
 // whichever comes first (none: the timer stays stopped).
