@@ -60,7 +60,9 @@ func procCPU(t *testing.T, pid int) time.Duration {
 // proxy's CPU per transaction. The proxy is the built binary
 // (PROXY_BENCH_BIN, default bin/patroni_proxy: make build) run as a child,
 // so that its CPU is its own and not the test's. It runs only with
-// PROXY_BENCH=1; PROXY_BENCH_SECONDS sets each run's length. Results are
+// PROXY_BENCH=1; PROXY_BENCH_SECONDS sets each run's length and
+// PROXY_BENCH_ROUNDS (4: even, so that each proxy runs first as often)
+// how many rounds each placement runs. Results are
 // logged as Markdown table rows prefixed "proxybench: ", which
 // scripts/bench.sh collects into docs/benchmarks-proxy.md.
 func TestPgbenchRatio(t *testing.T) {
@@ -84,9 +86,16 @@ func TestPgbenchRatio(t *testing.T) {
 	if clients == "" {
 		clients = "8"
 	}
-	// run returns the TPS of one pgbench run and the CPU time of process
-	// pid (0: none) per transaction; pin, if set, is the CPU pgbench runs on.
-	run := func(port, pid int, pin string) (tps float64, perTx time.Duration) {
+	rounds := 4
+	if r := os.Getenv("PROXY_BENCH_ROUNDS"); r != "" {
+		rounds, err = strconv.Atoi(r)
+		require.NoError(t, err, "PROXY_BENCH_ROUNDS")
+		require.Positive(t, rounds, "PROXY_BENCH_ROUNDS")
+	}
+	// run runs pgbench once and returns its TPS, its transactions and the
+	// CPU time process pid (0: none) used meanwhile; pin, if set, is the
+	// CPU pgbench runs on.
+	run := func(port, pid int, pin string) (tps float64, txs int64, used time.Duration) {
 		args := []string{"-S", "-n", "-M", "prepared", "-c", clients, "-j", "2", "-T", secs,
 			"-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "postgres", "postgres"}
 		cmd := exec.Command(pgbench, args...)
@@ -102,33 +111,71 @@ func TestPgbenchRatio(t *testing.T) {
 		before := cpu()
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", out)
-		used := cpu() - before
+		used = cpu() - before
 		m := tpsRE.FindSubmatch(out)
 		require.NotNil(t, m, "%s", out)
 		tps, err = strconv.ParseFloat(string(m[1]), 64)
 		require.NoError(t, err)
 		m = txRE.FindSubmatch(out)
 		require.NotNil(t, m, "%s", out)
-		n, err := strconv.ParseInt(string(m[1]), 10, 64)
+		txs, err = strconv.ParseInt(string(m[1]), 10, 64)
 		require.NoError(t, err)
-		require.Positive(t, n)
-		return tps, used / time.Duration(n)
+		require.Positive(t, txs)
+		return tps, txs, used
 	}
 	haPort, haPID := startHAProxy(t, pg.Host, pg.Port)
 	proxyPort, proxyPID := startProxyBinary(t, api.URL())
 
-	// row runs direct, patroni_proxy, HAProxy, direct and logs one table row.
+	// row runs the placement's rounds and logs one table row. A round is a
+	// direct run, then both proxies, patroni_proxy first in odd rounds and
+	// HAProxy first in even ones; one more direct run ends the row. TPS is
+	// the mean over the runs of a target; CPU per transaction is the CPU
+	// summed over the rounds divided by the transactions summed over them;
+	// the CPU ratio of each round follows in brackets.
 	row := func(placement, pin string) {
-		direct1, _ := run(pg.Port, 0, pin)
-		proxied, proxyCPU := run(proxyPort, proxyPID, pin)
-		ha, haCPU := run(haPort, haPID, pin)
-		direct2, _ := run(pg.Port, 0, pin)
-		direct := (direct1 + direct2) / 2
-		t.Logf("proxybench: | %s | %.0f (%.0f, %.0f) | %.0f | %.3f | %.0f | %.3f | %.3f | %.1f | %.1f | %.2f |",
-			placement, direct, direct1, direct2, proxied, proxied/direct, ha, ha/direct, proxied/ha,
-			micros(proxyCPU), micros(haCPU), float64(proxyCPU)/float64(haCPU))
+		var direct []float64
+		type sum struct {
+			tps  float64
+			txs  int64
+			used time.Duration
+		}
+		var pp, ha sum
+		var perRound []string
+		add := func(s *sum, port, pid int) (perTx float64) {
+			tps, txs, used := run(port, pid, pin)
+			s.tps += tps
+			s.txs += txs
+			s.used += used
+			return float64(used) / float64(txs)
+		}
+		for r := range rounds {
+			tps, _, _ := run(pg.Port, 0, pin)
+			direct = append(direct, tps)
+			var ppTx, haTx float64
+			if r%2 == 0 {
+				ppTx = add(&pp, proxyPort, proxyPID)
+				haTx = add(&ha, haPort, haPID)
+			} else {
+				haTx = add(&ha, haPort, haPID)
+				ppTx = add(&pp, proxyPort, proxyPID)
+			}
+			perRound = append(perRound, fmt.Sprintf("%.2f", ppTx/haTx))
+		}
+		tps, _, _ := run(pg.Port, 0, pin)
+		direct = append(direct, tps)
+		var directMean float64
+		for _, d := range direct {
+			directMean += d
+		}
+		directMean /= float64(len(direct))
+		ppTPS, haTPS := pp.tps/float64(rounds), ha.tps/float64(rounds)
+		ppCPU := pp.used / time.Duration(pp.txs)
+		haCPU := ha.used / time.Duration(ha.txs)
+		t.Logf("proxybench: | %s | %.0f (%.0f to %.0f) | %.0f | %.3f | %.0f | %.3f | %.3f | %.1f | %.1f | %.2f (%s) |",
+			placement, directMean, minOf(direct), maxOf(direct), ppTPS, ppTPS/directMean, haTPS, haTPS/directMean, ppTPS/haTPS,
+			micros(ppCPU), micros(haCPU), float64(pp.used)/float64(pp.txs)/(float64(ha.used)/float64(ha.txs)), strings.Join(perRound, ", "))
 	}
-	t.Logf("proxybench: pgbench -S -M prepared -c %s -j 2 -T %s", clients, secs)
+	t.Logf("proxybench: pgbench -S -M prepared -c %s -j 2 -T %s, %d rounds", clients, secs, rounds)
 	row("shared cores", "")
 	if runtime.NumCPU() < 2 {
 		return
@@ -140,6 +187,23 @@ func TestPgbenchRatio(t *testing.T) {
 	pinTree(t, proxyPID, 1)
 	pinTree(t, haPID, 1)
 	row("PostgreSQL and pgbench on CPU 0, proxy on CPU 1", "0")
+}
+
+// minOf and maxOf are the least and the greatest of xs (not empty).
+func minOf(xs []float64) float64 {
+	m := xs[0]
+	for _, x := range xs[1:] {
+		m = min(m, x)
+	}
+	return m
+}
+
+func maxOf(xs []float64) float64 {
+	m := xs[0]
+	for _, x := range xs[1:] {
+		m = max(m, x)
+	}
+	return m
 }
 
 // micros is d in µs.
