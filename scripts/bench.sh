@@ -4,7 +4,7 @@
 # docs/benchmarks.md; then pgbench over TLS through both poolers, written to
 # docs/benchmarks-tls.md; the Go benchmark of the forward path, written to
 # docs/benchmarks-go.md; patroni_proxy against HAProxy, written to
-# docs/benchmarks-proxy.md. About 20 minutes on 2 cores with the defaults.
+# docs/benchmarks-proxy.md. About 40 minutes on 2 cores with the defaults.
 # Knobs (environment): BENCH_TIME (seconds per run, 7), BENCH_ROUNDS (2),
 # BENCH_SCALE (10), BENCH_CLIENTS (10,100,400), BENCH_JOBS (2),
 # BENCH_POOL_SIZE (40), BENCH_PREPARED_CLIENTS (100),
