@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -171,9 +172,10 @@ func TestPgbenchRatio(t *testing.T) {
 		ppTPS, haTPS := pp.tps/float64(rounds), ha.tps/float64(rounds)
 		ppCPU := pp.used / time.Duration(pp.txs)
 		haCPU := ha.used / time.Duration(ha.txs)
+		cpuRatio := float64(pp.used) / float64(pp.txs) / (float64(ha.used) / float64(ha.txs))
 		t.Logf("proxybench: | %s | %.0f (%.0f to %.0f) | %.0f | %.3f | %.0f | %.3f | %.3f | %.1f | %.1f | %.2f (%s) |",
-			placement, directMean, minOf(direct), maxOf(direct), ppTPS, ppTPS/directMean, haTPS, haTPS/directMean, ppTPS/haTPS,
-			micros(ppCPU), micros(haCPU), float64(pp.used)/float64(pp.txs)/(float64(ha.used)/float64(ha.txs)), strings.Join(perRound, ", "))
+			placement, directMean, slices.Min(direct), slices.Max(direct), ppTPS, ppTPS/directMean, haTPS, haTPS/directMean, ppTPS/haTPS,
+			micros(ppCPU), micros(haCPU), cpuRatio, strings.Join(perRound, ", "))
 	}
 	t.Logf("proxybench: pgbench -S -M prepared -c %s -j 2 -T %s, %d rounds", clients, secs, rounds)
 	row("shared cores", "")
@@ -187,23 +189,6 @@ func TestPgbenchRatio(t *testing.T) {
 	pinTree(t, proxyPID, 1)
 	pinTree(t, haPID, 1)
 	row("PostgreSQL and pgbench on CPU 0, proxy on CPU 1", "0")
-}
-
-// minOf and maxOf are the least and the greatest of xs (not empty).
-func minOf(xs []float64) float64 {
-	m := xs[0]
-	for _, x := range xs[1:] {
-		m = min(m, x)
-	}
-	return m
-}
-
-func maxOf(xs []float64) float64 {
-	m := xs[0]
-	for _, x := range xs[1:] {
-		m = max(m, x)
-	}
-	return m
 }
 
 // micros is d in µs.
