@@ -37,8 +37,8 @@
 // last wait outlasted its release starts the next one without it) and,
 // over plaintext, after parkAfter (4) releases no goroutine: it is parked
 // in Env.Parker and resume continues it in a new goroutine. A client that
-// has sent nothing since its welcome is parked at once, without that
-// wait, and deep: its net.Conn is closed and the Parker holds a dup of the socket
+// has sent nothing within freshGrace (20 ms) of its welcome is parked
+// then, without that wait, and deep: its net.Conn is closed and the Parker holds a dup of the socket
 // (parkedSocket), which resume makes a net.Conn again (net.FileConn, then
 // Env.ConfigureSocket). A parked client also drops its Reader, a rewriter
 // with nothing in it and the rawio wrapper of its socket; resume makes

@@ -121,6 +121,13 @@ func (g *stallGuard) idleWait(release time.Duration) {
 	_ = g.nc.SetReadDeadline(g.idleAt)
 }
 
+// idleFor bounds the next read's wait by d from now, off idleWait's grid:
+// the first wait after the welcome (freshGrace).
+func (g *stallGuard) idleFor(d time.Duration) {
+	g.idleAt = time.Now().Add(d)
+	_ = g.nc.SetReadDeadline(g.idleAt)
+}
+
 // idleGrid is the spacing of the idle waits' deadlines: every session's
 // falls on a multiple of it (of the wall clock), so the runtime timers of
 // quiet clients expire together, at most 40 times a second, instead of one

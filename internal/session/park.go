@@ -24,7 +24,8 @@ import (
 // local address, most of what an idle client keeps besides the Session,
 // go. Resuming from it costs more (net.FileConn and the socket options
 // set again: about 25 µs more per resume on the hand rig), so only a
-// client that has sent nothing since its welcome parks deep: it pays that
+// client that has sent nothing in freshGrace after its welcome parks deep
+// (peekClient): it pays that
 // once, at its first query, and a driver's pool that opens connections
 // ahead of use is where idle clients come from by the thousand. A client
 // that has spoken parks with its net.Conn.
@@ -69,6 +70,7 @@ func (s *Session) park(ctx context.Context, deep bool) bool {
 		// The dup holds the socket open: this close neither ends the
 		// connection nor applies SO_LINGER.
 		_ = s.raw.Close()
+		s.parkedDeep = true
 	}
 	s.parked = true
 	// The wake may already run, but resume takes mu first: until we

@@ -264,6 +264,57 @@ func TestParkedClientKilled(t *testing.T) {
 	}
 }
 
+// sessionOf returns the session of the client whose socket is c.
+func sessionOf(t *testing.T, d *apptest.Instance, c net.Conn) *session.Session {
+	t.Helper()
+	for _, s := range d.Daemon.Clients.List() {
+		if s.RemoteAddr.String() == c.LocalAddr().String() {
+			return s
+		}
+	}
+	t.Fatal("no session for the client")
+	return nil
+}
+
+// TestFirstQuerySoonNotParkedDeep: a client whose first query comes soon
+// after its welcome (within freshGrace, 20 ms) is read by its session's
+// goroutine: it is not parked deep and resumed for it, which cost a
+// client that connects for one transaction about 100 µs of CPU
+// (docs/benchmarks.md, twentieth pass). Its later park, after the query,
+// keeps the net.Conn. A client that stays quiet is parked deep
+// (TestParkedClientSocket, TestDeepParkedClientReset).
+func TestFirstQuerySoonNotParkedDeep(t *testing.T) {
+	d := start(t, "", "transaction", 2)
+	// Each client pauses 2 ms after its welcome, on purpose, so that its
+	// query is not there yet when the session first looks (parking at
+	// once would park every one). A scheduler stall of 20 ms on a loaded
+	// machine may still park one: at least one of five must not be.
+	const clients = 5
+	notDeep := 0
+	for i := range clients {
+		c := hmRaw(t, d)
+		time.Sleep(2 * time.Millisecond) // the client's pause, not synchronisation
+		_, err := c.Write(hmQuery("SELECT 1"))
+		require.NoError(t, err)
+		er, rfq := hmReadError(t, c, 5*time.Second)
+		require.True(t, rfq, "client %d", i)
+		require.Nil(t, er, "client %d", i)
+		s := sessionOf(t, d, c)
+		if !s.ParkedDeep() {
+			notDeep++
+			// Quiet after its query: parked, with its net.Conn.
+			require.Eventually(t, s.Parked, 10*time.Second, 5*time.Millisecond, "client %d", i)
+			require.False(t, s.ParkedDeep(), "client %d: parked deep after a query", i)
+		}
+		_, err = c.Write(hmQuery("SELECT 2"))
+		require.NoError(t, err)
+		er, rfq = hmReadError(t, c, 5*time.Second)
+		require.True(t, rfq, "client %d", i)
+		require.Nil(t, er, "client %d", i)
+	}
+	require.Positive(t, notDeep, "every client was parked deep before its first query")
+}
+
 // TestDeepParkedClientReset: a client that resets its connection while
 // parked deep (nothing sent since its welcome) ends its session, as one
 // parked after a query does (TestIdleClientsParked).

@@ -99,6 +99,9 @@ type Session struct {
 	RemoteAddr  net.Addr
 	Local       bool // came in on the unix socket
 	Admin       bool
+	// parkedDeep: the session has been parked deep at least once (park),
+	// under mu; here for the padding before env.
+	parkedDeep bool
 
 	env *Env
 	// nc is the client connection: raw itself, or after a TLS handshake
