@@ -291,11 +291,12 @@ var errParked = errors.New("client parked")
 
 // freshGrace is how long a client's first wait after its welcome lasts
 // before it is parked deep (peekClient). A deep park and the resume at the
-// first query cost about 100 µs of CPU more than a read (a dup, net.FileConn
-// and the socket options set twice, a new goroutine whose stack grows
-// again); a client that connects and queries at once is spared them, and
-// a burst of logins that stay quiet keeps a goroutine per client for this
-// long only.
+// first query (a dup, the Parker, net.FileConn and the socket options set
+// twice, a new goroutine whose stack grows again) made a connection for one
+// transaction cost 150-400 µs more CPU on the hand rig (docs/benchmarks.md,
+// twentieth pass); a client that connects and queries at once is spared
+// them, and a burst of logins that stay quiet keeps a goroutine per client
+// for this long only.
 const freshGrace = 20 * time.Millisecond
 
 // peekClient reads the next client message header. When it has to wait
