@@ -90,10 +90,14 @@ func startDoorman(t *testing.T, metricsPort int, benchVerifier, patroniURL strin
   admin_username: admin
   admin_password: admin-secret
   query_wait_timeout: 10s
-  # As many parallel connects as pgbench has clients: the cold start does
-  # not wait at the burst gate (it would trip the burst gate expression for
-  # a moment, which the alert's for: 15m absorbs in production).
-  scaling_max_parallel_creates: 4
+  # Twice as many parallel connects as pgbench has clients: the cold start
+  # does not wait at the burst gate (it would trip the burst gate
+  # expression for a moment, which the alert's for: 15m absorbs in
+  # production). Not just as many: a client whose connect outlasts 100 ms
+  # takes a returned connection instead and leaves its connect running
+  # (hedged), so on a loaded machine a fourth client could find four
+  # connects in flight.
+  scaling_max_parallel_creates: 8
 prometheus:
   enabled: true
   host: 127.0.0.1
