@@ -346,16 +346,7 @@ func TestDeepParkedClientReset(t *testing.T) {
 func TestReleaseAdapts(t *testing.T) {
 	d := start(t, "", "transaction", 2)
 	c := newRawClient(t, d.DSN("app", "app-secret", "appdb"))
-	session := func() *session.Session {
-		for _, s := range d.Daemon.Clients.List() {
-			if s.RemoteAddr.String() == c.nc.LocalAddr().String() {
-				return s
-			}
-		}
-		t.Fatal("no session for the client")
-		return nil
-	}
-	s := session()
+	s := sessionOf(t, d, c.nc)
 	query := func() time.Time {
 		t.Helper()
 		at := time.Now()
@@ -402,14 +393,7 @@ func TestSlowClientWaitsWithoutBuffer(t *testing.T) {
 	conn, err := pgx.Connect(context.Background(), d.DSN("app", "app-secret", "appdb"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	local := conn.PgConn().Conn().LocalAddr().String()
-	var s *session.Session
-	for _, c := range d.Daemon.Clients.List() {
-		if c.RemoteAddr.String() == local {
-			s = c
-		}
-	}
-	require.NotNil(t, s, "no session for the client")
+	s := sessionOf(t, d, conn.PgConn().Conn())
 	query := func(want int) time.Time {
 		t.Helper()
 		var got int
