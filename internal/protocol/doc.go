@@ -6,13 +6,22 @@
 // have Decode(body) and an append-style Encode(dst) that writes the whole frame.
 // ReadStartup/DecodeStartup handle the untyped startup phase.
 //
+// Splitter is Reader's push-style counterpart, for an event loop that reads many sockets
+// into one shared buffer: it returns a message that lies whole in a read in place,
+// copies one split across reads only when its caller holds it whole, and passes a
+// streamed one on in pieces, so it holds at most the longest message held whole. Nothing
+// uses it yet: it is the framing of the transaction core that docs/benchmarks.md
+// (twenty-first pass) plans.
+//
 // Buffer ownership: a Frame returned by Reader aliases the Reader's buffer and is valid
 // only until the next call on that Reader (Next, PeekHeader, ForwardFrame, Release,
-// Shrink, Reset). Decoded []byte fields alias the body passed to Decode; decoded string
-// fields are copies. Encode never retains dst.
+// Shrink, Reset); a Piece from a Splitter aliases the bytes given to Next or the
+// Splitter's buffer and is valid until the next call on that Splitter. Decoded []byte
+// fields alias the body passed to Decode; decoded string fields are copies. Encode never
+// retains dst.
 //
-// Concurrency: a Reader is owned by one goroutine; messages are plain values. Nothing in
-// this package starts goroutines, logs, or touches the network.
+// Concurrency: a Reader or a Splitter is owned by one goroutine; messages are plain
+// values. Nothing in this package starts goroutines, logs, or touches the network.
 //
 // Why not pgx's pgproto3 on the hot path: a pooler forwards most traffic as raw frames
 // and inspects only a few type bytes (ReadyForQueryStatus, ParseStatementName). pgproto3's
