@@ -228,14 +228,23 @@ func quoteLiteral(v string) string {
 }
 
 // swallowParamReply reads one server message answering an injected SET
-// and keeps it from the client, which already believes its own values. It
-// keeps conn.Params true to the server, so that the next checkout compares
-// against what the server has. serverLoop calls it while params.n > 0.
+// and keeps it from the client, which already believes its own values.
+// serverLoop calls it while params.n > 0.
 func (s *Session) swallowParamReply(conn *backend.Conn) error {
 	f, err := conn.Reader.Next()
 	if err != nil {
 		return err
 	}
+	s.applyParamReply(conn, f)
+	return nil
+}
+
+// applyParamReply settles what one server message answering an injected
+// SET says: it keeps conn.Params true to the server, so that the next
+// checkout compares against what the server has, and at the SET's
+// ReadyForQuery records its outcome (paramSetDone). Whoever read f keeps
+// it from the client.
+func (s *Session) applyParamReply(conn *backend.Conn, f protocol.Frame) {
 	p := &s.params
 	i := p.due[p.head]
 	switch f.Type() {
@@ -256,7 +265,6 @@ func (s *Session) swallowParamReply(conn *backend.Conn) error {
 			p.n, p.head = 0, 0
 		}
 	}
-	return nil
 }
 
 // paramSetDone settles the SET of syncedParams[i] once its Query is

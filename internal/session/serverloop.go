@@ -276,37 +276,8 @@ func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transa
 		}
 	}
 	now := time.Since(s.ConnectedAt)
-	st := &s.pool.Stats
 	s.mu.Lock()
-	if s.pending > 0 {
-		s.pending--
-	}
-	if s.pending == 0 {
-		st.QueryCount.Add(1)
-		qt := now - s.queryStart
-		st.QueryTime.Add(uint64(qt.Microseconds()))
-		s.pool.QueryTimes.Observe(qt)
-	}
-	release := transaction && safePoint(s.pending, s.partial, status) && !s.closing
-	if release {
-		s.srv, s.srvDone = nil, nil
-		if s.rw != nil {
-			s.rw.planSet = ""
-		}
-		if s.wake {
-			// wakeIfFakeDue raced with the release: the interrupt is
-			// meant for this session, not the connection's next user.
-			s.wake = false
-			_ = conn.NetConn().SetReadDeadline(time.Time{})
-		}
-		st.XactCount.Add(1)
-		xt := now - s.xactStart
-		st.XactTime.Add(uint64(xt.Microseconds()))
-		s.pool.XactTimes.Observe(xt)
-		// Under mu, so it cannot overwrite the state of the client's next
-		// transaction (attach only starts after it sees srv == nil).
-		s.state.Store(StateIdle)
-	}
+	release := s.accountReadyLocked(conn, status, transaction, now)
 	s.mu.Unlock()
 	if !release {
 		if handFirst {
@@ -316,7 +287,7 @@ func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transa
 		}
 		return false, nil
 	}
-	st.ClientsActive.Add(-1)
+	s.pool.Stats.ClientsActive.Add(-1)
 	backlog := s.giveBack(c)
 	if !handFirst {
 		return true, nil
@@ -334,6 +305,46 @@ func (s *Session) readyForQuery(c *pooler.Conn, status byte, buf *[]byte, transa
 		s.logger().Debug("client write failed after the release", zap.Error(err))
 	}
 	return true, nil
+}
+
+// accountReadyLocked accounts one ReadyForQuery, under mu, at now (since
+// ConnectedAt): the request it answers and, once every request is
+// answered, the query's time. At the release point (transaction mode,
+// safePoint, the session not closing) it also accounts the transaction and
+// detaches conn: the session then holds no server, and the caller releases
+// it. It reports whether it did.
+func (s *Session) accountReadyLocked(conn *backend.Conn, status byte, transaction bool, now time.Duration) (release bool) {
+	st := &s.pool.Stats
+	if s.pending > 0 {
+		s.pending--
+	}
+	if s.pending == 0 {
+		st.QueryCount.Add(1)
+		qt := now - s.queryStart
+		st.QueryTime.Add(uint64(qt.Microseconds()))
+		s.pool.QueryTimes.Observe(qt)
+	}
+	if !transaction || !safePoint(s.pending, s.partial, status) || s.closing {
+		return false
+	}
+	s.srv, s.srvDone = nil, nil
+	if s.rw != nil {
+		s.rw.planSet = ""
+	}
+	if s.wake {
+		// wakeIfFakeDue raced with the release: the interrupt is meant
+		// for this session, not the connection's next user.
+		s.wake = false
+		_ = conn.NetConn().SetReadDeadline(time.Time{})
+	}
+	st.XactCount.Add(1)
+	xt := now - s.xactStart
+	st.XactTime.Add(uint64(xt.Microseconds()))
+	s.pool.XactTimes.Observe(xt)
+	// Under mu, so it cannot overwrite the state of the client's next
+	// transaction (attach only starts after it sees srv == nil).
+	s.state.Store(StateIdle)
+	return true
 }
 
 // giveBack cleans a connection that served a client and returns it. It
