@@ -55,7 +55,7 @@ func TestE2EFallback(t *testing.T) {
 				if !tc.leader {
 					candidate = "node2"
 				}
-				sbx.Pctl(t, "switchover", "--candidate", candidate, "--force")
+				sbx.SwitchoverT(t, candidate)
 				sbx.WaitHealthy(t)
 			}
 			runFallback(t, sbx, tc.down)
@@ -242,7 +242,7 @@ func TestE2EReadWriteAfterSwitchover(t *testing.T) {
 	require.Contains(t, out, "read-only", "libpq refuses the session")
 
 	start := time.Now()
-	t.Logf("switchover to %s:\n%s", replica.Name, sbx.Pctl(t, "switchover", "--candidate", replica.Name, "--force"))
+	t.Logf("switchover to %s:\n%s", replica.Name, sbx.SwitchoverT(t, replica.Name))
 	pctlDone := time.Since(start)
 	var lastOut string
 	var lastErr error

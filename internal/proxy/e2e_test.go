@@ -94,7 +94,7 @@ func TestE2EPatroniSwitchover(t *testing.T) {
 	start := time.Now()
 	swDone := make(chan string, 1)
 	go func() {
-		out, err := sbx.Patronictl(ctx, "switchover", "--candidate", candidate.Name, "--force")
+		out, err := sbx.Switchover(ctx, candidate.Name)
 		swDone <- fmt.Sprintf("%s err=%v", out, err)
 	}()
 	var firstWrite time.Duration

@@ -24,6 +24,44 @@ func (s *Sandbox) Patronictl(ctx context.Context, args ...string) (string, error
 	return out, nil
 }
 
+// Switchover runs `patronictl switchover --candidate candidate --force`
+// until Patroni takes it, and returns patronictl's output. patronictl
+// exits 0 when Patroni refuses, so the output tells. "no good candidates"
+// (412) is tried again every second: a fresh-clone CI run got it for the
+// first switchover on a cluster that had just become healthy, without a
+// cause Patroni would name. Any other "Switchover failed" is an error.
+func (s *Sandbox) Switchover(ctx context.Context, candidate string) (string, error) {
+	for {
+		out, err := s.Patronictl(ctx, "switchover", "--candidate", candidate, "--force")
+		switch {
+		case err != nil:
+			return out, err
+		case strings.Contains(out, "no good candidates"):
+		case strings.Contains(out, "Switchover failed"):
+			return out, fmt.Errorf("patronictl switchover to %s refused:\n%s", candidate, out)
+		default:
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return out, fmt.Errorf("switchover to %s: %w", candidate, ctx.Err())
+		case <-time.After(time.Second): // pacing of the retry: Patroni's members report every loop_wait
+		}
+	}
+}
+
+// SwitchoverT is Switchover for the test goroutine (at most 2 minutes).
+func (s *Sandbox) SwitchoverT(t testing.TB, candidate string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := s.Switchover(ctx, candidate)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return out
+}
+
 // Pctl is Patronictl for the test goroutine (at most 2 minutes).
 func (s *Sandbox) Pctl(t testing.TB, args ...string) string {
 	t.Helper()
