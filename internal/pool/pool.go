@@ -262,7 +262,15 @@ func (p *Pool[T]) AcquireWaited(ctx context.Context, b Bounds) (c *Conn[T], wait
 // TryAcquire returns an idle connection without waiting, or nil when none
 // is free or clients are already queued (they come first). It is the hot
 // path: no timer, no context allocation.
-func (p *Pool[T]) TryAcquire(ctx context.Context) *Conn[T] {
+func (p *Pool[T]) TryAcquire(ctx context.Context) *Conn[T] { return p.tryIdle(ctx, true) }
+
+// TryAcquireNoProbe is TryAcquire for a caller that must not wait on a
+// server (an event loop): when the idle connection it would take has to
+// be probed first (IdleCheckTimeout), it leaves it idle and returns nil,
+// and an Acquire in a goroutine of the caller's probes it.
+func (p *Pool[T]) TryAcquireNoProbe(ctx context.Context) *Conn[T] { return p.tryIdle(ctx, false) }
+
+func (p *Pool[T]) tryIdle(ctx context.Context, probe bool) *Conn[T] {
 	for {
 		p.mu.Lock()
 		if p.closed || p.paused || p.waiters.Len() > 0 {
@@ -270,6 +278,10 @@ func (p *Pool[T]) TryAcquire(ctx context.Context) *Conn[T] {
 			return nil
 		}
 		now := p.now()
+		if !probe && len(p.idle) > 0 && p.needsProbe(p.nextIdleLocked(), now) {
+			p.mu.Unlock()
+			return nil
+		}
 		c := p.takeIdleLocked(now)
 		p.mu.Unlock()
 		if c == nil {
@@ -367,6 +379,19 @@ func (p *Pool[T]) TryCreate(ctx context.Context) (*Conn[T], error) {
 // ErrNoWait is TryCreate's answer when it would have to wait.
 var ErrNoWait = errors.New("no server connection available without waiting")
 
+// needsProbe: c sat idle past IdleCheckTimeout, so checkout probes it.
+func (p *Pool[T]) needsProbe(c *Conn[T], now time.Time) bool {
+	return p.check != nil && p.cfg.IdleCheckTimeout > 0 && now.Sub(c.returnedAt) >= p.cfg.IdleCheckTimeout
+}
+
+// nextIdleLocked is the idle connection takeIdleLocked would pop first.
+func (p *Pool[T]) nextIdleLocked() *Conn[T] {
+	if p.cfg.RoundRobin {
+		return p.idle[0]
+	}
+	return p.idle[len(p.idle)-1]
+}
+
 // takeIdleLocked pops the next idle connection by policy, closing the
 // expired ones it meets on the way (outside the lock, in a goroutine-free
 // way: Close of a server connection only writes Terminate and closes).
@@ -408,7 +433,7 @@ func (p *Pool[T]) checkout(ctx context.Context, c *Conn[T], now time.Time) (*Con
 		p.Reconnect()
 		return nil, false
 	}
-	if p.check == nil || p.cfg.IdleCheckTimeout <= 0 || idle < p.cfg.IdleCheckTimeout {
+	if !p.needsProbe(c, now) {
 		return c, true
 	}
 	if err := p.check(ctx, c.Value); err != nil {

@@ -362,6 +362,39 @@ func TestIdleCheckFailureStartsNewEpoch(t *testing.T) {
 	p.Release(c3)
 }
 
+// TryAcquireNoProbe never probes: a connection that needs it stays idle
+// for an Acquire, which probes it; a recent one is taken as by TryAcquire.
+func TestTryAcquireNoProbe(t *testing.T) {
+	clk := &clock{now: time.Unix(1000, 0)}
+	var checks atomic.Int32
+	p := New(Options[*fakeConn]{
+		Config:  Config{MaxSize: 2, MaxParallelCreates: 2, IdleCheckTimeout: time.Second},
+		Connect: (&connector{}).connect,
+		Check: func(ctx context.Context, v *fakeConn) error {
+			checks.Add(1)
+			return nil
+		},
+		Now: clk.Now,
+	})
+	defer p.Close()
+	require.Nil(t, p.TryAcquireNoProbe(context.Background()), "nothing idle")
+	c, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	p.Release(c)
+	c2 := p.TryAcquireNoProbe(context.Background())
+	require.Same(t, c, c2, "recently used: taken without a probe")
+	p.Release(c2)
+	clk.Advance(2 * time.Second)
+	require.Nil(t, p.TryAcquireNoProbe(context.Background()), "idle past IdleCheckTimeout: left for a probe")
+	require.Zero(t, checks.Load())
+	require.Equal(t, 1, p.Stats().Idle, "still idle")
+	c3, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	require.Same(t, c, c3, "probed and taken by Acquire")
+	require.EqualValues(t, 1, checks.Load())
+	p.Release(c3)
+}
+
 func TestPauseResume(t *testing.T) {
 	p := newTestPool(t, Config{MaxSize: 2, MaxParallelCreates: 2}, &connector{}, nil)
 	c, err := p.Acquire(context.Background())
