@@ -124,6 +124,23 @@ func (r *Reader) ForwardFrame(w io.Writer) (int64, error) {
 	return written, nil
 }
 
+// Prime puts b in front of what r has not read yet, as if read from its
+// source: the bytes an event loop read before it handed the stream to a
+// Reader. r must have nothing buffered.
+func (r *Reader) Prime(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	if r.Buffered() > 0 {
+		panic("protocol: Prime on a Reader with buffered bytes")
+	}
+	r.acquire(len(b))
+	if len(r.buf) < len(b) {
+		r.grow(len(b))
+	}
+	r.r, r.w = 0, copy(r.buf, b)
+}
+
 // Buffered reports how many bytes are already read from the underlying reader but not yet returned.
 func (r *Reader) Buffered() int { return r.w - r.r + r.hdrN }
 

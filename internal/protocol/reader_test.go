@@ -458,3 +458,44 @@ func TestGrowthForPredictsBufferSize(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderPrime: primed bytes are read first, then the source, across
+// a message split between the two and one longer than the buffer.
+func TestReaderPrime(t *testing.T) {
+	big := frame('Q', bytes.Repeat([]byte("x"), 3*DefaultBufferSize))
+	tests := []struct {
+		name         string
+		prime, after []byte
+		want         [][]byte
+	}{
+		{"whole messages primed", append(frame('Q', []byte("a\x00")), frame('S', nil)...), frame('X', nil),
+			[][]byte{frame('Q', []byte("a\x00")), frame('S', nil), frame('X', nil)}},
+		{"a message split between prime and source", frame('Q', []byte("abc\x00"))[:3], frame('Q', []byte("abc\x00"))[3:],
+			[][]byte{frame('Q', []byte("abc\x00"))}},
+		{"primed bytes longer than the buffer", big[:2*DefaultBufferSize], big[2*DefaultBufferSize:], [][]byte{big}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewReader(bytes.NewReader(tt.after), 0, 0)
+			r.Prime(tt.prime)
+			require.Equal(t, len(tt.prime), r.Buffered())
+			for _, w := range tt.want {
+				f, err := r.Next()
+				require.NoError(t, err)
+				require.Equal(t, w, []byte(f))
+			}
+			_, err := r.Next()
+			require.ErrorIs(t, err, io.EOF)
+		})
+	}
+	r := NewReader(bytes.NewReader(nil), 0, 0)
+	r.Prime(nil)
+	require.Zero(t, r.Buffered(), "nothing primed")
+}
+
+// frame is a message of type typ with body b.
+func frame(typ byte, b []byte) []byte {
+	f := []byte{typ, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(f[1:], uint32(4+len(b)))
+	return append(f, b...)
+}
