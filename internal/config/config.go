@@ -63,6 +63,7 @@ type General struct {
 	TCPUserTimeout                    time.Duration `cfg:"tcp_user_timeout,seconds"`
 	UnixSocketBufferSize              ByteSize      `cfg:"unix_socket_buffer_size"`
 	TCPSocketBufferSize               ByteSize      `cfg:"tcp_socket_buffer_size"` // extension: SO_RCVBUF/SO_SNDBUF of client sockets, 0 = kernel default
+	TransactionLoop                   bool          `cfg:"transaction_loop"`       // extension: the transaction core (experimental), fixed at start
 	AdminUsername                     string        `cfg:"admin_username"`
 	AdminPassword                     string        `cfg:"admin_password,secret"`
 	PreparedStatements                bool          `cfg:"prepared_statements"`

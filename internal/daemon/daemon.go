@@ -194,6 +194,15 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		// A parked client's socket is made a net.Conn again on resume.
 		ConfigureSocket: d.configureClientSocket,
 	}
+	if d.Config().General.TransactionLoop {
+		// The transaction core (experimental): plaintext transaction-mode
+		// clients run on one event loop.
+		core, err := session.NewCore(d.Log)
+		if err != nil {
+			return fmt.Errorf("general.transaction_loop: %w", err)
+		}
+		d.env.Core = core
+	}
 	if pam.Available() {
 		d.env.PAM = pam.New(maxPAMTransactions)
 	}
@@ -219,6 +228,9 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.wg.Wait()
 	if parker != nil {
 		_ = parker.Close() // every session has ended: nothing is parked
+	}
+	if d.env.Core != nil {
+		d.env.Core.Close() // every session has ended: the loop holds none
 	}
 	if d.ShuttingDown() {
 		<-d.drained // its last log lines and pool closing come before we return

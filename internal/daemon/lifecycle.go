@@ -28,6 +28,9 @@ func (d *Daemon) Reload() error {
 	if cfg.General.Host != old.Host || cfg.General.Port != old.Port {
 		d.Log.Warn("general.host and general.port are fixed at start; restart to change them")
 	}
+	if cfg.General.TransactionLoop != old.TransactionLoop {
+		d.Log.Warn("general.transaction_loop is fixed at start; restart to change it")
+	}
 	if err := d.setHBA(cfg); err != nil {
 		d.reloadFailure.Store(true)
 		d.Log.Error("reload failed, keeping the running configuration", zap.Error(err))

@@ -39,6 +39,8 @@ type Metrics struct {
 	rejected      *prometheus.CounterVec
 	clientErrors  *prometheus.CounterVec
 	clientWrites  *prometheus.CounterVec
+	coreHandBacks *prometheus.CounterVec
+	coreFailures  *prometheus.CounterVec
 	paramSync     *prometheus.CounterVec
 	tlsHandshakes *prometheus.CounterVec
 	tlsFailures   *prometheus.CounterVec
@@ -103,6 +105,20 @@ func New(d *daemon.Daemon) *Metrics {
 	for _, r := range []string{"closed", "kept"} {
 		m.clientWrites.WithLabelValues(r)
 	}
+	m.coreHandBacks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pg_doorman_transaction_core_handbacks_total",
+		Help: "Clients the transaction core (general.transaction_loop) handed back to a goroutine, by reason: split_message (a message not whole in one read), message (not a request at a transaction's start, or invalid), canceled (a cancelled wait), migrate (binary upgrade), tls_server (a server with TLS).",
+	}, []string{"reason"})
+	for _, r := range []string{"split_message", "message", "canceled", "migrate", "tls_server"} {
+		m.coreHandBacks.WithLabelValues(r)
+	}
+	m.coreFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pg_doorman_transaction_core_failures_total",
+		Help: "Failures of the transaction core's own that ended a client, by operation: register_client, register_server (the epoll set refused a socket).",
+	}, []string{"op"})
+	for _, r := range []string{"register_client", "register_server"} {
+		m.coreFailures.WithLabelValues(r)
+	}
 	m.tlsHandshakes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pg_doorman_tls_handshakes_total",
 		Help: "Client TLS handshakes (after an SSLRequest or direct TLS), by result (ok, failed).",
@@ -130,7 +146,7 @@ func New(d *daemon.Daemon) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.logins, m.loginFailures, m.serverLost, m.rejected, m.clientErrors, m.clientWrites, m.paramSync,
+		m.logins, m.loginFailures, m.serverLost, m.rejected, m.clientErrors, m.clientWrites, m.coreHandBacks, m.coreFailures, m.paramSync,
 		m.tlsHandshakes, m.tlsFailures, m.scramAuth, m.memReturns, m.memReturned,
 		&daemonCollector{m: m},
 		newPoolCollector(d),
@@ -180,6 +196,14 @@ func (m *Metrics) ClientError(reason string) { m.clientErrors.WithLabelValues(re
 // ClientWriteFailed counts a failed write to a logged-in client during a
 // transaction (session.ClientWriteMetrics).
 func (m *Metrics) ClientWriteFailed(server string) { m.clientWrites.WithLabelValues(server).Inc() }
+
+// CoreHandBack counts a client the transaction core handed back to a
+// goroutine (session.CoreMetrics).
+func (m *Metrics) CoreHandBack(reason string) { m.coreHandBacks.WithLabelValues(reason).Inc() }
+
+// CoreFailure counts a failure of the transaction core's own
+// (session.CoreMetrics).
+func (m *Metrics) CoreFailure(op string) { m.coreFailures.WithLabelValues(op).Inc() }
 
 // ParamSyncFailed counts a client parameter the server rejected
 // (session.ParamSyncMetrics).

@@ -35,12 +35,18 @@ func (s *Session) forwardCancel(ctx context.Context, m *protocol.CancelRequest) 
 		// delivered, or the cancel would hit that client's statement.
 		srv = target.srv.Value
 		target.cancels.Add(1)
+		target.cancelsInFlight++
 	}
 	target.mu.Unlock()
 	if srv == nil {
 		return
 	}
-	defer target.cancels.Done()
+	defer func() {
+		target.mu.Lock()
+		target.cancelsInFlight--
+		target.mu.Unlock()
+		target.cancels.Done()
+	}()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := srv.Cancel(ctx); err != nil {

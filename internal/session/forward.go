@@ -58,6 +58,12 @@ func (s *Session) loop(ctx context.Context) error {
 		srv := s.attached()
 		if srv == nil && s.crd.Buffered() == 0 {
 			s.state.Store(StateIdle)
+			if s.env.Core != nil && (sbuf == nil || len(*sbuf) == 0) && s.adoptCore(ctx) {
+				if sbuf != nil {
+					putBuf(sbuf)
+				}
+				return errParked
+			}
 		}
 		typ, n, err := s.peekClient(ctx)
 		if errors.Is(err, errParked) {

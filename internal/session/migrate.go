@@ -75,6 +75,10 @@ func (s *Session) Migrate(m Migrator) bool {
 			s.env.Parker.Unpark(sc) // resume runs in a new goroutine and hands off
 		}
 	}
+	if cl := s.coreLocked(); cl != nil {
+		// Back to a goroutine at its idle point, which hands off.
+		s.env.Core.post(corePost{kind: postHandBack, cl: cl})
+	}
 	return true
 }
 

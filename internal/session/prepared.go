@@ -17,21 +17,33 @@ func (s *Session) rewriting() bool { return s.rw != nil }
 // prepared) from waiting for a server while holding others in their
 // transactions on the same thread. It reports whether f was handled.
 func (s *Session) answerLocally(f protocol.Frame) (bool, error) {
-	var out []byte
+	out, done := s.localAnswer(f, s.crd.Buffered(), nil)
+	if !done || len(out) == 0 {
+		return done, nil
+	}
+	if err := s.Write(out); err != nil {
+		return true, fmt.Errorf("%w: %w", errClientGone, err)
+	}
+	return true, nil
+}
+
+// localAnswer appends to out the pooler's own answer to f, when it has
+// one (done); after is how many bytes the client sent after f.
+func (s *Session) localAnswer(f protocol.Frame, after int, out []byte) (_ []byte, done bool) {
 	switch f.Type() {
 	case protocol.MsgParse:
 		if b := f.Body(); len(b) > 0 && b[0] == 0 {
-			return false, nil // unnamed: goes to the server, no need to decode
+			return out, false // unnamed: goes to the server, no need to decode
 		}
 		var p protocol.Parse
 		if p.Decode(f.Body()) != nil || p.Name == "" || s.rw.names.Get(p.Name) != nil {
-			return false, nil
+			return out, false
 		}
 		st := s.rw.cache.Lookup(p.Query, p.ParamOIDs, s.rw.planSet)
 		hit := st != nil
 		if !hit || !st.Verified() {
-			if !s.mayDeferParse() {
-				return false, nil // rewriteParse counts the hit or miss
+			if !s.mayDeferParse(after) {
+				return out, false // rewriteParse counts the hit or miss
 			}
 			s.rw.stats.PreparedDeferred.Add(1)
 			st, hit = s.rw.cache.Get(p.Query, p.ParamOIDs, s.rw.planSet)
@@ -44,25 +56,20 @@ func (s *Session) answerLocally(f protocol.Frame) (bool, error) {
 		if n := s.rw.names.Put(p.Name, st); n > 0 {
 			s.rw.stats.PreparedClientEvictions.Add(uint64(n))
 		}
-		out = protocol.ParseComplete{}.Encode(nil)
+		return protocol.ParseComplete{}.Encode(out), true
 	case protocol.MsgClose:
 		typ, name, err := protocol.ObjectName(f.Body())
 		if err != nil || typ != protocol.ObjectStatement || len(name) == 0 {
-			return false, nil
+			return out, false
 		}
 		s.rw.names.Delete(string(name))
-		out = protocol.CloseComplete{}.Encode(nil)
+		return protocol.CloseComplete{}.Encode(out), true
 	case protocol.MsgSync:
-		out = protocol.ReadyForQuery{TxStatus: protocol.TxIdle}.Encode(nil)
+		return protocol.ReadyForQuery{TxStatus: protocol.TxIdle}.Encode(out), true
 	case protocol.MsgFlush:
-		return true, nil
-	default:
-		return false, nil
+		return out, true
 	}
-	if err := s.Write(out); err != nil {
-		return true, fmt.Errorf("%w: %w", errClientGone, err)
-	}
-	return true, nil
+	return out, false
 }
 
 // mayDeferParse reports whether the Parse just read, of a statement no
@@ -72,8 +79,8 @@ func (s *Session) answerLocally(f protocol.Frame) (bool, error) {
 // waiting for a server could deadlock: no connection is idle and the pool
 // cannot open one. A server's error for the statement then comes with its
 // first Bind or Describe instead of with the Parse.
-func (s *Session) mayDeferParse() bool {
-	if s.crd.Buffered() != 5 {
+func (s *Session) mayDeferParse(after int) bool {
+	if after != 5 {
 		return false
 	}
 	conns := s.pool.Conns()

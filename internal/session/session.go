@@ -53,6 +53,9 @@ type Env struct {
 	// Parker holds idle plaintext clients without a goroutine; nil keeps
 	// a goroutine per client.
 	Parker *idlepark.Parker
+	// Core runs the transactions of plaintext transaction-mode clients on
+	// one event loop (core_linux.go); nil keeps them in goroutines.
+	Core *Core
 	// ConfigureSocket sets the configured TCP options of a client socket.
 	// A parked client's socket is made a net.Conn again when it resumes
 	// (net.FileConn, which sets Go's own TCP_NODELAY and keepalive), and
@@ -102,6 +105,10 @@ type Session struct {
 	// parkedDeep: the session has been parked deep at least once (park),
 	// under mu; here for the padding before env.
 	parkedDeep bool
+	// cancelsInFlight counts what cancels counts, under mu, for the
+	// transaction core, which must not wait on cancels in its loop; here
+	// for the padding too.
+	cancelsInFlight int32
 
 	env *Env
 	// nc is the client connection: raw itself, or after a TLS handshake
@@ -226,7 +233,8 @@ func (s *Session) State() string {
 func (s *Session) Parked() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.parked
+	// Idle in the transaction core is parked too: no goroutine, no buffer.
+	return s.parked || s.coreLocked() != nil && s.srv == nil && s.State() == StateIdle
 }
 
 // ServerPID returns the PID of the attached server connection, 0 if none.
@@ -264,6 +272,12 @@ func (s *Session) Write(b []byte) error {
 func (s *Session) Kill(code, msg string) {
 	s.mu.Lock()
 	s.killed = true
+	if cl := s.coreLocked(); cl != nil {
+		// The core's loop owns the socket: it writes the last word.
+		s.killCoreLocked(cl, code, msg)
+		s.mu.Unlock()
+		return
+	}
 	if ps, ok := s.raw.(*parkedSocket); ok && s.parked {
 		// Parked deep: take the socket back from the Parker first (its wake
 		// may already wait for mu), then the last word, which a parked

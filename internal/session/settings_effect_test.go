@@ -224,6 +224,12 @@ func TestSettingMessageSizeToBeStream(t *testing.T) {
 			require.Equal(t, size, n)
 			peak := d.Daemon.Memory.Peak()
 			t.Logf("memory budget peak: %d bytes", peak)
+			if tt.buffered && strings.HasPrefix(tt.name, "server") && d.Daemon.Config().General.TransactionLoop {
+				// The transaction core streams every server message it
+				// does not read itself, whatever its size.
+				require.Less(t, peak, int64(size/2), "the transaction core never holds a DataRow whole")
+				return
+			}
 			if tt.buffered {
 				require.GreaterOrEqual(t, peak, int64(size), "the whole message was held")
 			} else {

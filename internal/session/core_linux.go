@@ -1,0 +1,1118 @@
+//go:build linux
+
+package session
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/doorman-go/doorman/internal/pooler"
+	"github.com/doorman-go/doorman/internal/protocol"
+	"github.com/doorman-go/doorman/internal/rawio"
+)
+
+// coreReadSize is the loop's one read buffer: every socket is read into it
+// and what is left of a read once its messages are handled is either
+// forwarded, held (at most one read per waiting client) or handed back.
+const coreReadSize = 32 << 10
+
+// NewCore starts the transaction core's loop. log may be nil. Close stops
+// it.
+func NewCore(log *zap.Logger) (*Core, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	c := &Core{log: log, buf: make([]byte, coreReadSize), clients: map[*coreClient]struct{}{},
+		servers: map[*pooler.Conn]*coreServer{}, done: make(chan struct{})}
+	set, err := rawio.NewPolledEpoll(128, c.dispatch)
+	if err != nil {
+		return nil, fmt.Errorf("transaction core: %w", err)
+	}
+	c.set = set
+	go c.run()
+	return c, nil
+}
+
+func (c *Core) run() {
+	defer close(c.done)
+	if err := c.set.Run(); err != nil {
+		c.log.Error("transaction core stopped", zap.Error(err))
+	}
+	// The loop is over: nothing else touches its sessions now.
+	for cl := range c.clients {
+		c.endClient(cl, errCoreClosed)
+	}
+	c.mu.Lock()
+	posts := c.posts
+	c.posts, c.stopped = nil, true
+	c.mu.Unlock()
+	for _, p := range posts {
+		c.dropPost(p)
+	}
+	_ = c.set.Close()
+}
+
+// Close stops the loop: sessions still in it end (the daemon has drained
+// them by then), and it waits for the loop's goroutine.
+func (c *Core) Close() {
+	c.mu.Lock()
+	if !c.closing {
+		c.closing = true
+		c.posts = append(c.posts, corePost{kind: postClose})
+	}
+	c.mu.Unlock()
+	c.set.Wake()
+	<-c.done
+}
+
+// Core is the transaction core: one event loop that owns the client
+// sockets of plaintext transaction-mode sessions between their welcome and
+// their end, and runs their transactions (doc.go).
+type Core struct {
+	set *rawio.PolledEpoll
+	log *zap.Logger
+
+	mu      sync.Mutex
+	posts   []corePost
+	closing bool
+	stopped bool // the loop has ended: posts are dropped at once
+
+	done chan struct{}
+
+	// The loop's own.
+	buf     []byte
+	ends    []*coreEnd // by descriptor
+	batch   []*coreEnd
+	clients map[*coreClient]struct{}
+	servers map[*pooler.Conn]*coreServer // kept in the set while pooled
+
+	// tlsPools: pools whose servers turned out to use TLS, which the
+	// loop cannot read raw; their sessions are not adopted.
+	tlsPools sync.Map // *pooler.Pool -> struct{}
+}
+
+type postKind uint8
+
+const (
+	postAdd      postKind = iota // a session enters
+	postGrant                    // its acquirer came back
+	postKill                     // Kill
+	postHandBack                 // Migrate: back to a goroutine at its idle point
+	postClose
+)
+
+type corePost struct {
+	kind postKind
+	cl   *coreClient
+	pc   *pooler.Conn
+	err  error
+}
+
+// post hands p to the loop; false when the loop has ended.
+func (c *Core) post(p corePost) bool {
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return false
+	}
+	c.posts = append(c.posts, p)
+	c.mu.Unlock()
+	c.set.Wake()
+	return true
+}
+
+// dropPost undoes a post the loop will never see.
+func (c *Core) dropPost(p corePost) {
+	if p.pc != nil {
+		p.cl.s.pool.Release(p.pc)
+	}
+	if p.kind == postAdd {
+		c.endClient(p.cl, errCoreClosed)
+	}
+}
+
+// coreEnd is one socket in the set.
+type coreEnd struct {
+	fd       int
+	interest uint32
+	out      []byte // bytes for this socket not written yet
+	cl       *coreClient
+	srv      *coreServer
+}
+
+// coreSocket is the client socket of a session the core owns: a parked
+// socket (a dup of the client's descriptor) that knows its coreClient, so
+// that Kill and Migrate find the loop. cl is nil once the loop let go;
+// both under the session's mu.
+type coreSocket struct {
+	parkedSocket
+	cl *coreClient
+}
+
+// coreLocked is the session's place in the core, under mu; nil when the
+// core does not own it.
+func (s *Session) coreLocked() *coreClient {
+	if cs, ok := s.raw.(*coreSocket); ok {
+		return cs.cl
+	}
+	return nil
+}
+
+type coreClient struct {
+	s   *Session
+	ctx context.Context
+	ps  *coreSocket
+	end coreEnd
+	srv *coreServer
+	// held: client bytes read and not forwarded yet, while an acquirer
+	// runs (at most one read: the client is not read meanwhile) or until
+	// the session goes back to a goroutine (handBack).
+	held     []byte
+	waiting  bool          // an acquirer runs for it
+	left     bool          // hung up while waiting
+	handBack bool          // to a goroutine once its server is between messages
+	dead     bool          // hung up while answers were due: the server is read on (clientLost)
+	why      string        // handBack's reason, for CoreMetrics
+	hold     protocol.Hold // serverHold(s), made once
+	gone     bool          // ended or handed back: the loop is done with it
+	// kill is Kill's last word, under s.mu.
+	kill *protocol.Notice
+}
+
+type coreServer struct {
+	pc  *pooler.Conn
+	end coreEnd
+	cl  *coreClient
+	sp  *protocol.Splitter
+}
+
+// adoptCore hands the idle session to the core and reports whether it
+// did; the goroutine that ran it then returns errParked and touches
+// nothing more. Under the same conditions as a deep park, and only where
+// the core runs everything the session may do next: plaintext, transaction
+// mode, plaintext servers.
+func (s *Session) adoptCore(ctx context.Context) bool {
+	c := s.env.Core
+	if c == nil || s.tls != nil || s.Admin || !s.transactionMode() || s.crd.Buffered() > 0 || s.skipToSync || s.migrating.Load() {
+		return false
+	}
+	if _, tls := c.tlsPools.Load(s.pool); tls {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.killed || s.srv != nil || s.migrateTo != nil {
+		return false
+	}
+	fd, err := rawio.DupFD(s.raw)
+	if err != nil {
+		return false
+	}
+	ps := &coreSocket{parkedSocket: parkedSocket{fd: fd}}
+	cl := &coreClient{s: s, ctx: ctx, ps: ps, hold: serverHold(s)}
+	ps.cl = cl
+	cl.end = coreEnd{fd: ps.fd, cl: cl}
+	_ = s.raw.Close() // the dup holds the socket open
+	s.parkedDeep = true
+	s.crd = nil
+	s.cmem.Set(0)
+	s.clientRead = nil
+	if s.rw != nil && s.rw.blank() {
+		// As a park: made again when the client speaks (clientBytes).
+		s.rw, s.rwParked = nil, true
+	}
+	s.wmu.Lock()
+	s.nc, s.raw = ps, ps
+	s.wmu.Unlock()
+	s.state.Store(StateIdle)
+	// Last: from the post on, the loop may run the session.
+	if !c.post(corePost{kind: postAdd, cl: cl}) {
+		// The core has stopped (shutdown): the session ends.
+		go s.end(errCoreClosed)
+	}
+	return true
+}
+
+// errCoreClosed ends a session the stopped core could not take.
+var errCoreClosed = errors.New("transaction core closed")
+
+// killCoreLocked is Kill for a session the core owns, under s.mu.
+func (s *Session) killCoreLocked(cl *coreClient, code, msg string) {
+	cl.kill = &protocol.Notice{Severity: "FATAL", Code: code, Message: msg}
+	s.env.Core.post(corePost{kind: postKill, cl: cl})
+}
+
+func (c *Core) dispatch(events []unix.EpollEvent) bool {
+	c.batch = c.batch[:0]
+	for i := range events {
+		var e *coreEnd
+		if fd := int(events[i].Fd); !c.set.IsWake(events[i].Fd) && fd < len(c.ends) {
+			e = c.ends[fd]
+		}
+		c.batch = append(c.batch, e)
+	}
+	for i := range events {
+		ev := &events[i]
+		if c.set.IsWake(ev.Fd) {
+			if !c.woken() {
+				return false
+			}
+			continue
+		}
+		e := c.batch[i]
+		if e == nil || e.fd < 0 || (e.fd < len(c.ends) && c.ends[e.fd] != e) {
+			continue // ended earlier in this batch
+		}
+		if e.cl != nil {
+			c.clientEvent(e.cl, ev.Events)
+		} else {
+			c.serverEvent(e.srv, ev.Events)
+		}
+	}
+	clear(c.batch)
+	return true
+}
+
+// woken takes the posts; false ends the loop.
+func (c *Core) woken() bool {
+	c.set.DrainWake()
+	c.mu.Lock()
+	posts := c.posts
+	c.posts = nil
+	c.mu.Unlock()
+	for i, p := range posts {
+		switch p.kind {
+		case postClose:
+			for _, q := range posts[i+1:] {
+				c.dropPost(q)
+			}
+			return false
+		case postAdd:
+			if p.cl.gone {
+				continue // killed before the loop saw it
+			}
+			c.clients[p.cl] = struct{}{}
+			if !c.register(&p.cl.end, unix.EPOLLIN|unix.EPOLLRDHUP) {
+				c.failed(p.cl.s, "register_client")
+				c.endClient(p.cl, errors.New("transaction core: register client"))
+			}
+		case postGrant:
+			c.granted(p.cl, p.pc, p.err)
+		case postKill:
+			c.kill(p.cl)
+		case postHandBack:
+			if cl := p.cl; !cl.gone && cl.srv == nil && !cl.waiting {
+				c.handBack(cl, nil, nil, "migrate")
+			} // otherwise at its release (readyForQuery)
+		}
+	}
+	return true
+}
+
+func (c *Core) register(e *coreEnd, interest uint32) bool {
+	if e.fd >= len(c.ends) {
+		grown := make([]*coreEnd, max(e.fd+1, 2*len(c.ends), 64))
+		copy(grown, c.ends)
+		c.ends = grown
+	}
+	if old := c.ends[e.fd]; old != nil && old != e && old.srv != nil {
+		// A pooled server whose descriptor was closed elsewhere (and so
+		// left the set): its number is someone else's now.
+		delete(c.servers, old.srv.pc)
+	}
+	c.ends[e.fd] = e
+	e.interest = interest
+	err := c.set.Ctl(unix.EPOLL_CTL_ADD, e.fd, interest)
+	if errors.Is(err, unix.EEXIST) {
+		err = c.set.Ctl(unix.EPOLL_CTL_MOD, e.fd, interest)
+	}
+	return err == nil
+}
+
+func (c *Core) unregister(e *coreEnd) {
+	if e.fd < 0 {
+		return
+	}
+	if e.fd < len(c.ends) && c.ends[e.fd] == e {
+		c.ends[e.fd] = nil
+		_ = c.set.Ctl(unix.EPOLL_CTL_DEL, e.fd, 0)
+	}
+}
+
+func (c *Core) clientEvent(cl *coreClient, events uint32) {
+	if events&unix.EPOLLOUT != 0 && !c.flush(&cl.end) {
+		if cl.srv != nil {
+			c.clientWriteFailed(cl)
+		} else {
+			c.endClient(cl, errClientGone)
+		}
+		return
+	}
+	if cl.waiting {
+		if events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			// Gone while it waits for a server: the wait stops, and its
+			// statement is not run (as attach's look after a long wait).
+			cl.left = true
+			c.unregister(&cl.end)
+			s := cl.s
+			s.mu.Lock()
+			s.stopWaitLocked()
+			s.mu.Unlock()
+		}
+		return
+	}
+	if events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		if !c.readClient(cl) {
+			return
+		}
+	}
+	c.refresh(cl)
+}
+
+// readClient reads the client once and handles the messages that lie
+// whole in what it read; false: the client is no longer the loop's.
+func (c *Core) readClient(cl *coreClient) bool {
+	n, errno := rawio.ReadFD(uintptr(cl.end.fd), c.buf)
+	if errno == unix.EAGAIN {
+		return true
+	}
+	if errno != 0 || n == 0 {
+		c.clientLost(cl)
+		return false
+	}
+	if n == len(c.buf) {
+		// More may wait: the set is level-triggered, but the netpoller
+		// waits for it edge-triggered, so the loop looks again first.
+		c.set.More()
+	}
+	return c.clientBytes(cl, c.buf[:n])
+}
+
+// clientBytes handles client bytes: each whole message goes to the
+// server; the first one the loop does not run (a message not whole in
+// the read, a type that is not a request's, the first request of a
+// transaction with no idle server) stops it, and the rest is held.
+func (c *Core) clientBytes(cl *coreClient, data []byte) bool {
+	s := cl.s
+	if s.rwParked {
+		s.mu.Lock()
+		s.rw, s.rwParked = newRewriter(s.pool, s.User), false
+		s.mu.Unlock()
+	}
+	for len(data) > 0 {
+		if len(data) < protocol.HeaderLen {
+			return c.stop(cl, data, "split_message")
+		}
+		typ := data[0]
+		l := int(binary.BigEndian.Uint32(data[1:5]))
+		if l < 4 || 1+l > len(data) {
+			return c.stop(cl, data, "split_message") // the goroutine path reads it whole, streams it or refuses it
+		}
+		f := data[:1+l]
+		if typ == protocol.MsgTerminate && len(f) == protocol.HeaderLen {
+			c.endClient(cl, nil) // a server it holds goes back as detachOnExit decides
+			return false
+		}
+		if _, _, ok := checkClientMessage(typ, len(f)); !ok {
+			return c.stop(cl, data, "message") // the goroutine path answers it
+		}
+		if cl.srv == nil {
+			if typ == protocol.MsgQuery && s.checkQueryIs(f[5:]) {
+				// pooler_check_query: answered without a server.
+				cl.end.out = protocol.EmptyQueryResponse{}.Encode(cl.end.out)
+				cl.end.out = protocol.ReadyForQuery{TxStatus: protocol.TxIdle}.Encode(cl.end.out)
+				data = data[len(f):]
+				continue
+			}
+			if s.rewriting() {
+				// What the rewriter answers itself needs no server.
+				var done bool
+				if cl.end.out, done = s.localAnswer(protocol.Frame(f), len(data)-len(f), cl.end.out); done {
+					data = data[len(f):]
+					continue
+				}
+			}
+			switch typ {
+			case protocol.MsgQuery, protocol.MsgParse, protocol.MsgBind, protocol.MsgDescribe,
+				protocol.MsgExecute, protocol.MsgSync, protocol.MsgClose, protocol.MsgFlush:
+			default:
+				return c.stop(cl, data, "message") // FunctionCall, a COPY message out of a COPY
+			}
+			switch c.acquire(cl) {
+			case queued:
+				return c.hold(cl, data)
+			case ended:
+				return false
+			case refused:
+				return c.stop(cl, data, "tls_server")
+			}
+		}
+		c.forward(cl, typ, f)
+		data = data[len(f):]
+	}
+	if cs := cl.srv; cs != nil && !c.flush(&cs.end) {
+		c.serverFailed(cs, errors.New("write to server"))
+		return false
+	}
+	if !c.flush(&cl.end) {
+		if cl.srv != nil {
+			c.clientWriteFailed(cl)
+		} else {
+			c.endClient(cl, errClientGone)
+		}
+		return false
+	}
+	return true
+}
+
+// clientLost: the client hung up or reset. With answers still due from
+// its server, the server is kept until they come: if the transaction ends
+// there, the server goes back clean, as the goroutine path, which notices
+// the client only when the answer cannot be written, gives it back before
+// that write (readyForQuery); if an answer begins that does not end in
+// the same read, the server is closed.
+func (c *Core) clientLost(cl *coreClient) {
+	s := cl.s
+	if cl.srv != nil {
+		s.mu.Lock()
+		due := s.pending > 0
+		s.mu.Unlock()
+		if due {
+			cl.dead = true
+			c.unregister(&cl.end)
+			cl.end.out = nil
+			return
+		}
+	}
+	c.endClient(cl, errClientGone)
+}
+
+// clientWriteFailed: a write to the client failed while its server was
+// attached; the server is closed, and counted so.
+func (c *Core) clientWriteFailed(cl *coreClient) {
+	cl.s.countClientWriteFailed("closed")
+	c.endClient(cl, errClientGone)
+}
+
+// stop ends the loop's part in the session: what is left of the read goes
+// back to a goroutine with it, now when no server is attached or the
+// server is between messages, else once it is.
+func (c *Core) stop(cl *coreClient, rest []byte, why string) bool {
+	if cs := cl.srv; cs != nil {
+		if !c.flush(&cs.end) {
+			c.serverFailed(cs, errors.New("write to server"))
+			return false
+		}
+		if cs.sp != nil && !cs.sp.Between() {
+			cl.held = append(cl.held, rest...)
+			cl.handBack, cl.why = true, why
+			c.refresh(cl)
+			return false
+		}
+	}
+	c.handBack(cl, rest, nil, why)
+	return false
+}
+
+// hold keeps what is left of the read while the acquirer runs: the
+// client is not read meanwhile, only watched for a hangup.
+func (c *Core) hold(cl *coreClient, rest []byte) bool {
+	cl.held = append(cl.held[:0], rest...)
+	c.setInterest(&cl.end, unix.EPOLLRDHUP)
+	return false
+}
+
+// CoreMetrics is implemented by Env.Metrics hooks that count what the
+// transaction core hands back to a goroutine, by reason (split_message,
+// message, canceled, migrate, tls_server), and its own failures.
+type CoreMetrics interface {
+	CoreHandBack(reason string)
+	CoreFailure(op string)
+}
+
+// failed counts a failure of the loop's own (an epoll_ctl refused).
+func (c *Core) failed(s *Session, op string) {
+	c.log.Warn("transaction core failure", zap.String("op", op))
+	if m, ok := s.env.Metrics.(CoreMetrics); ok {
+		m.CoreFailure(op)
+	}
+}
+
+// lendResult is how lend (and acquire) left the client.
+type lendResult uint8
+
+const (
+	lent    lendResult = iota // attached: its messages go to the server
+	queued                    // an acquirer runs for it
+	ended                     // the session ended
+	refused                   // a server the loop cannot read raw: back to a goroutine
+)
+
+// acquire attaches an idle server to cl, or starts its acquirer.
+func (c *Core) acquire(cl *coreClient) lendResult {
+	s := cl.s
+	p := s.pool
+	s.state.Store(StateWaiting)
+	p.Stats.ClientsActive.Add(1)
+	if pc := p.Conns().TryAcquireNoProbe(cl.ctx); pc != nil {
+		p.Stats.WaitCount.Add(1)
+		return c.lend(cl, pc)
+	}
+	cl.waiting = true
+	go func() {
+		pc, err := p.AcquireFor(cl.ctx, (*waitHook)(s))
+		if !c.post(corePost{kind: postGrant, cl: cl, pc: pc, err: err}) && pc != nil {
+			p.Release(pc)
+		}
+	}()
+	return queued
+}
+
+// granted: cl's acquirer came back.
+func (c *Core) granted(cl *coreClient, pc *pooler.Conn, err error) {
+	s := cl.s
+	cl.waiting = false
+	switch {
+	case cl.gone:
+		if pc != nil {
+			s.pool.Release(pc)
+		}
+		return
+	case cl.left:
+		if pc != nil {
+			s.pool.Release(pc)
+		}
+		s.pool.Stats.ClientsActive.Add(-1)
+		s.pool.Stats.LeftWhileWaiting.Add(1)
+		c.endClient(cl, fmt.Errorf("%w while waiting for a server", errClientGone))
+		return
+	case err != nil:
+		s.pool.Stats.ClientsActive.Add(-1)
+		if errors.Is(err, pooler.ErrCanceled) {
+			held := cl.held
+			cl.held = nil
+			c.handBack(cl, held, func(s *Session) error { return s.answerCanceledHeld() }, "canceled")
+			return
+		}
+		_ = s.acquireFailed(err)
+		c.endClient(cl, err)
+		return
+	}
+	held := cl.held
+	cl.held = nil
+	switch c.lend(cl, pc) {
+	case lent:
+		if c.clientBytes(cl, held) {
+			c.refresh(cl)
+		}
+	case refused:
+		c.handBack(cl, held, nil, "tls_server")
+	}
+}
+
+// lend attaches pc to cl: its parameters' SETs go first.
+func (c *Core) lend(cl *coreClient, pc *pooler.Conn) lendResult {
+	s := cl.s
+	conn := pc.Value
+	cs := c.servers[pc]
+	if cs == nil {
+		if conn.TLS != "" || conn.Reader.Buffered() > 0 {
+			// Not one the loop can read raw: a goroutine runs this
+			// transaction, and the pool's sessions stay out of the core
+			// once its servers turned out to use TLS.
+			if conn.TLS != "" {
+				c.tlsPools.Store(s.pool, struct{}{})
+			}
+			s.pool.Release(pc)
+			s.pool.Stats.ClientsActive.Add(-1)
+			return refused
+		}
+		cs = &coreServer{pc: pc, sp: protocol.NewSplitter(0)}
+		fd := -1
+		_ = rawio.Control(conn.NetConn(), func(f uintptr) { fd = int(f) })
+		cs.end = coreEnd{fd: fd, srv: cs}
+		c.servers[pc] = cs
+	}
+	if cs.end.fd < 0 || cs.end.fd >= len(c.ends) || c.ends[cs.end.fd] != &cs.end {
+		if !c.register(&cs.end, unix.EPOLLIN|unix.EPOLLRDHUP) {
+			delete(c.servers, pc)
+			s.pool.Destroy(pc)
+			s.pool.Stats.ClientsActive.Add(-1)
+			c.failed(s, "register_server")
+			c.endClient(cl, errors.New("transaction core: register server"))
+			return ended
+		}
+	}
+	s.state.Store(StateActive)
+	cs.cl, cl.srv = cl, cs
+	if err := s.syncParams(conn, &cs.end.out); err != nil {
+		cs.cl, cl.srv = nil, nil
+		s.pool.Release(pc)
+		s.pool.Stats.ClientsActive.Add(-1)
+		c.endClient(cl, err)
+		return ended
+	}
+	s.bindServer(pc)
+	return lent
+}
+
+func (c *Core) forward(cl *coreClient, typ byte, f []byte) {
+	s := cl.s
+	out := &cl.srv.end.out
+	s.mu.Lock()
+	s.accountLocked(typ)
+	if s.rw != nil {
+		*out = s.rw.Client(cl.srv.pc.Value, protocol.Frame(f), *out)
+	} else {
+		*out = append(*out, f...)
+	}
+	s.mu.Unlock()
+}
+
+func (c *Core) serverEvent(cs *coreServer, events uint32) {
+	cl := cs.cl
+	if cl == nil {
+		// Pooled, not lent here: what it says is for its next user.
+		c.unregister(&cs.end)
+		delete(c.servers, cs.pc)
+		return
+	}
+	if events&unix.EPOLLOUT != 0 && !c.flush(&cs.end) {
+		c.serverFailed(cs, errors.New("write to server"))
+		return
+	}
+	if events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		if !c.readServer(cs) {
+			return
+		}
+	}
+	if cl.handBack && cs.sp.Between() && cl.srv == cs {
+		held := cl.held
+		cl.held = nil
+		c.handBack(cl, held, nil, cl.why)
+		return
+	}
+	c.refresh(cl)
+}
+
+// serverHold: what the pooler reads of a server message is held whole
+// (the rewriter's answers, the replies to its SETs, command tags,
+// parameters, errors and ReadyForQuery); anything else that spans reads is
+// streamed.
+func serverHold(s *Session) protocol.Hold {
+	return func(typ byte, _ int) bool {
+		switch typ {
+		case protocol.MsgCommandComplete, protocol.MsgParameterStatus, protocol.MsgErrorResponse, protocol.MsgReadyForQuery:
+			return true
+		}
+		return s.params.n > 0 || s.rewriting() && answersRequest(typ)
+	}
+}
+
+func (c *Core) readServer(cs *coreServer) bool {
+	cl := cs.cl
+	n, errno := rawio.ReadFD(uintptr(cs.end.fd), c.buf)
+	if errno == unix.EAGAIN {
+		return true
+	}
+	if errno != 0 || n == 0 {
+		c.serverFailed(cs, errors.New("server closed the connection"))
+		return false
+	}
+	if n == len(c.buf) {
+		c.set.More()
+	}
+	data := c.buf[:n]
+	s := cl.s
+	conn := cs.pc.Value
+	out := &cl.end.out
+	for len(data) > 0 {
+		p, rest, err := cs.sp.Next(data, cl.hold)
+		if err != nil {
+			c.serverFailed(cs, fmt.Errorf("server: %w", err))
+			return false
+		}
+		data = rest
+		switch p.Kind {
+		case protocol.PieceNone:
+			continue
+		case protocol.PieceStream:
+			if p.First && s.rewriting() && s.rw.fakesDue() {
+				s.mu.Lock()
+				*out = s.rw.emitFakes(*out)
+				s.mu.Unlock()
+			}
+			*out = append(*out, p.Bytes...)
+			continue
+		}
+		f := p.Frame()
+		typ := p.Type
+		if s.params.n > 0 {
+			s.applyParamReply(conn, f)
+			continue
+		}
+		if s.rewriting() && (answersRequest(typ) || s.rw.fakesDue()) {
+			s.rewriteServerFrame(conn, typ, f, out)
+		} else {
+			*out = append(*out, f...)
+		}
+		if typ != protocol.MsgReadyForQuery {
+			s.noteServerMessage(conn, typ, f.Body())
+			continue
+		}
+		if c.readyForQuery(cl, cs, protocol.ReadyForQueryStatus(f), len(data) > 0) {
+			// Released before the client is answered: a client that
+			// cannot take the answer leaves a clean server behind.
+			if cl.dead || !c.flush(&cl.end) {
+				s.countClientWriteFailed("kept")
+				c.endClient(cl, errClientGone)
+				return false
+			}
+			c.afterRelease(cl)
+			return false
+		}
+	}
+	if cl.dead {
+		if len(cl.end.out) > 0 {
+			// An answer began for a client that is gone.
+			c.clientWriteFailed(cl)
+			return false
+		}
+		return true
+	}
+	if !c.flush(&cl.end) {
+		c.clientWriteFailed(cl)
+		return false
+	}
+	return true
+}
+
+// readyForQuery accounts a ReadyForQuery and, at the safe point, releases
+// the server (true). more: the server sent bytes after it.
+func (c *Core) readyForQuery(cl *coreClient, cs *coreServer, status byte, more bool) bool {
+	s := cl.s
+	conn := cs.pc.Value
+	conn.TxStatus = status
+	now := time.Since(s.ConnectedAt)
+	s.mu.Lock()
+	release := s.accountReadyLocked(conn, status, true, now)
+	cancels := s.cancelsInFlight
+	s.mu.Unlock()
+	if !release {
+		return false
+	}
+	s.pool.Stats.ClientsActive.Add(-1)
+	cs.cl, cl.srv = nil, nil
+	pc := cs.pc
+	set := s.pool.Settings()
+	switch {
+	case more || len(cs.end.out) > 0 || conn.Broken:
+		// Bytes past the release point: not a clean connection.
+		delete(c.servers, pc)
+		c.unregister(&cs.end)
+		s.pool.Destroy(pc)
+	case cancels > 0 || status != protocol.TxIdle || set.DB.CleanupServerConnections && (conn.DirtySet || conn.DirtyPrepare || conn.DirtyCursor):
+		// A cancel in flight, or a cleanup to run: giveBack waits, off the
+		// loop. The server leaves the set: a goroutine reads it now.
+		delete(c.servers, pc)
+		c.unregister(&cs.end)
+		go s.giveBack(pc)
+	default:
+		s.pool.Release(pc)
+	}
+	return true
+}
+
+// afterRelease: the client is idle again; a Migrate, or client bytes to
+// hand back, wait for this point.
+func (c *Core) afterRelease(cl *coreClient) {
+	if cl.gone {
+		return
+	}
+	if cl.handBack || cl.s.migrating.Load() {
+		why := cl.why
+		if !cl.handBack {
+			why = "migrate"
+		}
+		held := cl.held
+		cl.held = nil
+		c.handBack(cl, held, nil, why)
+		return
+	}
+	c.refresh(cl)
+}
+
+func (c *Core) serverFailed(cs *coreServer, err error) {
+	cl := cs.cl
+	delete(c.servers, cs.pc)
+	c.unregister(&cs.end)
+	cs.end.fd = -1
+	if cl == nil {
+		return
+	}
+	s := cl.s
+	s.mu.Lock()
+	s.srv = nil
+	s.resetQueueLocked()
+	s.mu.Unlock()
+	cs.cl, cl.srv = nil, nil
+	s.pool.Stats.ClientsActive.Add(-1)
+	s.pool.Destroy(cs.pc)
+	s.pool.Stats.ServerErrors.Add(1)
+	if s.env.Metrics != nil {
+		s.env.Metrics.ServerLost(s.Database, s.User)
+	}
+	_ = c.flush(&cl.end)
+	s.logger().Warn("server connection lost", zap.Error(err))
+	_, _ = cl.ps.Write(protocol.AppendError(nil, "FATAL", "08006", "server connection closed unexpectedly"))
+	c.endClient(cl, fmt.Errorf("server: %w", err))
+}
+
+// kill: Kill's last word, and the end; a server in use is destroyed.
+func (c *Core) kill(cl *coreClient) {
+	if cl.gone {
+		return
+	}
+	s := cl.s
+	s.mu.Lock()
+	k := cl.kill
+	s.mu.Unlock()
+	if k == nil {
+		return
+	}
+	_ = c.flush(&cl.end)
+	_, _ = cl.ps.Write(protocol.AppendError(nil, "FATAL", k.Code, k.Message))
+	c.endClient(cl, errors.New("killed"))
+}
+
+// endClient ends the session: a server it holds goes back clean or is
+// destroyed, and the socket is closed off the loop (end).
+func (c *Core) endClient(cl *coreClient, err error) {
+	if cl.gone {
+		return
+	}
+	cl.gone = true
+	delete(c.clients, cl)
+	s := cl.s
+	c.unregister(&cl.end)
+	if cl.waiting {
+		// The acquirer's grant finds the client gone and releases.
+		s.mu.Lock()
+		s.stopWaitLocked()
+		s.mu.Unlock()
+		s.pool.Stats.ClientsActive.Add(-1)
+	}
+	if cs := cl.srv; cs != nil {
+		cs.cl, cl.srv = nil, nil
+		s.mu.Lock()
+		// As detachOnExit: everything answered, so rolled back and reused.
+		ok := s.pending == 0 && !s.partial && s.params.n == 0 && cs.sp.Between() && len(cs.end.out) == 0
+		s.srv = nil
+		s.resetQueueLocked()
+		s.mu.Unlock()
+		s.pool.Stats.ClientsActive.Add(-1)
+		delete(c.servers, cs.pc)
+		c.unregister(&cs.end)
+		if ok {
+			go s.giveBack(cs.pc)
+		} else {
+			s.pool.Destroy(cs.pc)
+		}
+	}
+	cl.end.fd = -1
+	s.mu.Lock()
+	cl.ps.cl = nil
+	s.mu.Unlock()
+	go s.end(err) // closes the socket; logging and the registry off the loop
+}
+
+// handBack gives the session back to a goroutine: unread is what the loop
+// read and did not handle, then (may be nil) runs first there. An attached
+// server goes with it, between messages.
+func (c *Core) handBack(cl *coreClient, unread []byte, then func(*Session) error, why string) {
+	if cl.gone {
+		return
+	}
+	if m, ok := cl.s.env.Metrics.(CoreMetrics); ok {
+		m.CoreHandBack(why)
+	}
+	cl.gone = true
+	delete(c.clients, cl)
+	c.unregister(&cl.end)
+	var toServer []byte
+	if cs := cl.srv; cs != nil {
+		delete(c.servers, cs.pc)
+		c.unregister(&cs.end)
+		toServer = cs.end.out
+		cs.cl, cl.srv = nil, nil
+	}
+	toClient := cl.end.out
+	cl.end.fd = -1
+	unread = append([]byte(nil), unread...)
+	go cl.s.resumeFromCore(cl, unread, toClient, toServer, then)
+}
+
+func (c *Core) flush(e *coreEnd) bool {
+	if len(e.out) == 0 {
+		return true
+	}
+	n, errno := rawio.WriteFD(uintptr(e.fd), e.out)
+	if errno == unix.EAGAIN {
+		return true
+	}
+	if errno != 0 {
+		return false
+	}
+	if e.srv != nil {
+		if e.srv.cl != nil {
+			e.srv.cl.s.pool.Stats.BytesReceived.Add(uint64(n))
+		}
+	} else if e.cl != nil {
+		e.cl.s.pool.Stats.BytesSent.Add(uint64(n))
+	}
+	e.out = e.out[:copy(e.out, e.out[n:])]
+	if len(e.out) == 0 && cap(e.out) > 2*coreReadSize {
+		e.out = nil // a burst's buffer goes back
+	}
+	return true
+}
+
+// refresh sets what the loop waits for on cl and its server: a socket is
+// read only while its peer has taken everything, so that what the loop
+// holds for a client or server that does not read stays bounded.
+func (c *Core) refresh(cl *coreClient) {
+	if cl.gone || cl.waiting {
+		return
+	}
+	if cl.dead {
+		if cs := cl.srv; cs != nil {
+			c.setInterest(&cs.end, unix.EPOLLIN|unix.EPOLLRDHUP)
+		}
+		return
+	}
+	want := uint32(unix.EPOLLRDHUP)
+	cs := cl.srv
+	if !cl.handBack && (cs == nil || len(cs.end.out) == 0) {
+		want |= unix.EPOLLIN
+	}
+	if len(cl.end.out) > 0 {
+		want |= unix.EPOLLOUT
+	}
+	c.setInterest(&cl.end, want)
+	if cs != nil && cs.end.fd >= 0 {
+		w := uint32(unix.EPOLLRDHUP)
+		if len(cl.end.out) == 0 {
+			w |= unix.EPOLLIN
+		}
+		if len(cs.end.out) > 0 {
+			w |= unix.EPOLLOUT
+		}
+		c.setInterest(&cs.end, w)
+	}
+}
+
+func (c *Core) setInterest(e *coreEnd, want uint32) {
+	if e.interest == want || e.fd < 0 {
+		return
+	}
+	e.interest = want
+	c.set.More()
+	_ = c.set.Ctl(unix.EPOLL_CTL_MOD, e.fd, want)
+}
+
+// resumeFromCore continues, in a goroutine, a session the core handed
+// back: the socket becomes a net.Conn again, what the core had for the
+// client and the server is written, unread is read first.
+func (s *Session) resumeFromCore(cl *coreClient, unread, toClient, toServer []byte, then func(*Session) error) {
+	s.mu.Lock()
+	cl.ps.cl = nil
+	if s.killed {
+		k := cl.kill
+		s.mu.Unlock()
+		_, _ = cl.ps.Write(toClient)
+		if k != nil {
+			_, _ = cl.ps.Write(protocol.AppendError(nil, "FATAL", k.Code, k.Message))
+		}
+		_ = cl.ps.Close()
+		s.detachOnExit()
+		s.end(errors.New("killed"))
+		return
+	}
+	nc, err := cl.ps.reopen()
+	if err != nil {
+		s.mu.Unlock()
+		s.detachOnExit()
+		s.end(fmt.Errorf("resume client from the transaction core: %w: %w", errClientGone, err))
+		return
+	}
+	if s.env.ConfigureSocket != nil {
+		s.env.ConfigureSocket(nc)
+	}
+	s.raw = nc
+	s.wmu.Lock()
+	s.nc = rawio.Wrap(s.raw)
+	s.wmu.Unlock()
+	s.clientRead = newClientRead(s.env, s.nc, s.general().ProxyCopyDataTimeout)
+	s.crd = protocol.NewReader(&s.guard, 0, MaxClientMessage)
+	s.crd.Prime(unread)
+	if s.rwParked {
+		s.rw = newRewriter(s.pool, s.User)
+		s.rwParked = false
+	}
+	srv := s.srv
+	pending := s.pending > 0
+	s.mu.Unlock()
+	if len(toClient) > 0 {
+		if err := s.Write(toClient); err != nil {
+			s.detachOnExit()
+			s.end(fmt.Errorf("write client: %w: %w", errClientGone, err))
+			return
+		}
+	}
+	if srv != nil {
+		b := toServer
+		if err := s.flushServer(srv, &b); err != nil {
+			s.detachOnExit()
+			s.end(err)
+			return
+		}
+		if pending {
+			s.watch(srv) // answers are due: serverLoop reads them
+		}
+	}
+	if then != nil {
+		if err := then(s); err != nil {
+			s.detachOnExit()
+			s.end(err)
+			return
+		}
+	}
+	s.resumed = len(unread) > 0
+	s.end(s.run(cl.ctx))
+}
+
+// answerCanceledHeld answers a request whose wait the client's cancel
+// stopped (answerCanceled), with the request already in the Reader.
+func (s *Session) answerCanceledHeld() error {
+	typ, n, err := s.crd.PeekHeader()
+	if err != nil {
+		return s.clientReadError(err)
+	}
+	if err := s.discardFrame(n); err != nil {
+		return s.clientReadError(err)
+	}
+	return s.answerCanceled(typ, false, n)
+}
+
+// checkQueryIs reports whether a Query's body is pooler_check_query.
+func (s *Session) checkQueryIs(body []byte) bool {
+	cq := s.general().PoolerCheckQuery
+	return cq != "" && isCheckQuery(body, cq)
+}

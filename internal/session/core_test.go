@@ -1,0 +1,277 @@
+//go:build linux
+
+package session_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/doorman-go/doorman/internal/app/apptest"
+	"github.com/doorman-go/doorman/internal/pooler"
+	"github.com/doorman-go/doorman/internal/protocol"
+)
+
+// The transaction core (general.transaction_loop) is tested here by what
+// only it does; `make test` also runs the whole package with it on
+// (PG_DOORMAN_GENERAL_TRANSACTION_LOOP=true), so every driver, hostile and
+// waiting test is its acceptance test too.
+
+func startCore(t *testing.T, mode string, size int) *apptest.Instance {
+	t.Helper()
+	d := start(t, "  transaction_loop: true", mode, size)
+	require.True(t, d.Daemon.Config().General.TransactionLoop)
+	return d
+}
+
+// TestCoreRunsClientsWithoutGoroutines: clients of the core hold no
+// goroutine, idle or between their transactions, and every kind of
+// transaction runs: simple, extended, a block, prepared statements.
+func TestCoreRunsClientsWithoutGoroutines(t *testing.T) {
+	d := startCore(t, "transaction", 4)
+	ctx := context.Background()
+	const n = 40
+	base := runtime.NumGoroutine()
+	conns := make([]*pgx.Conn, n)
+	for i := range conns {
+		conns[i] = connect(t, d.DSN("app", "app-secret", "appdb"))
+	}
+	require.Eventually(t, func() bool { return parkedCount(d) == n }, 5*time.Second, 10*time.Millisecond,
+		"every idle client is the core's")
+	require.Less(t, runtime.NumGoroutine(), base+n/4, "no goroutine per idle client")
+
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- func() error {
+				for k := 0; k < 20; k++ {
+					var got int
+					if err := c.QueryRow(ctx, "SELECT $1::int", i*100+k).Scan(&got); err != nil {
+						return err
+					}
+					if got != i*100+k {
+						return fmt.Errorf("client %d: got %d", i, got)
+					}
+				}
+				if _, err := c.Exec(ctx, "SELECT 1", pgx.QueryExecModeSimpleProtocol); err != nil {
+					return err
+				}
+				tx, err := c.Begin(ctx)
+				if err != nil {
+					return err
+				}
+				var pid1, pid2 int
+				if err := tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid1); err != nil {
+					return err
+				}
+				if err := tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid2); err != nil {
+					return err
+				}
+				if pid1 != pid2 {
+					return fmt.Errorf("client %d: the block moved from backend %d to %d", i, pid1, pid2)
+				}
+				return tx.Commit(ctx)
+			}()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	p, ok := d.Daemon.Pools.Lookup("appdb", "app")
+	require.True(t, ok)
+	require.GreaterOrEqual(t, p.Stats.XactCount.Load(), uint64(n*22))
+	require.Eventually(t, func() bool { return parkedCount(d) == n && p.Stats.ClientsActive.Load() == 0 }, 5*time.Second, 10*time.Millisecond,
+		"all idle in the core again")
+	require.Less(t, runtime.NumGoroutine(), base+n/4, "no goroutine per client after their transactions")
+}
+
+// TestCoreHandsBackAndTakesAgain: what the core does not run goes to a
+// goroutine with the bytes it read, and the client comes back to the core
+// at its next idle point: a Query longer than one read, COPY FROM STDIN
+// of rows in messages longer than one read (handed back with its server
+// attached, mid-transaction), and a FunctionCall.
+func TestCoreHandsBackAndTakesAgain(t *testing.T) {
+	d := startCore(t, "transaction", 2)
+	ctx := context.Background()
+	c := connect(t, d.DSN("app", "app-secret", "appdb"))
+	s := sessionOf(t, d, c.PgConn().Conn())
+	require.Eventually(t, s.Parked, 5*time.Second, 10*time.Millisecond)
+
+	long := strings.Repeat("x", 100<<10)
+	var n int
+	require.NoError(t, c.QueryRow(ctx, "SELECT length('"+long+"')", pgx.QueryExecModeSimpleProtocol).Scan(&n))
+	require.Equal(t, len(long), n)
+	require.Eventually(t, s.Parked, 5*time.Second, 10*time.Millisecond, "back in the core")
+
+	tag := fmt.Sprintf("core-copy-%d", time.Now().UnixNano())
+	var in bytes.Buffer
+	for i := 0; i < 20000; i++ {
+		fmt.Fprintf(&in, "%d\t%s\n", 1_000_000+i, tag)
+	}
+	sent := in.String()
+	res, err := c.PgConn().CopyFrom(ctx, &in, "COPY items (id, note) FROM STDIN")
+	require.NoError(t, err)
+	require.EqualValues(t, 20000, res.RowsAffected())
+	var cnt int
+	require.NoError(t, c.QueryRow(ctx, "SELECT count(*) FROM items WHERE note = $1", tag).Scan(&cnt))
+	require.Equal(t, 20000, cnt)
+	var out bytes.Buffer
+	res, err = c.PgConn().CopyTo(ctx, &out, fmt.Sprintf("COPY (SELECT id, note FROM items WHERE note = '%s' ORDER BY id) TO STDOUT", tag))
+	require.NoError(t, err)
+	require.EqualValues(t, 20000, res.RowsAffected())
+	require.Equal(t, sent, out.String(), "the rows came back as sent")
+	_, err = c.Exec(ctx, "DELETE FROM items WHERE note = $1", tag)
+	require.NoError(t, err)
+	require.Eventually(t, s.Parked, 5*time.Second, 10*time.Millisecond, "back in the core after COPY")
+
+	// FunctionCall of int4pl (OID 177): 2 + 40, both text.
+	rc := newRawClient(t, d.DSN("app", "app-secret", "appdb"))
+	fc := []byte{protocol.MsgFunctionCall, 0, 0, 0, 0}
+	fc = append(fc, 0, 0, 0, 177, 0, 1, 0, 0, 0, 2)
+	for _, a := range []string{"2", "40"} {
+		fc = append(fc, 0, 0, 0, byte(len(a)))
+		fc = append(fc, a...)
+	}
+	fc = append(fc, 0, 0)
+	l := len(fc) - 1
+	fc[1], fc[2], fc[3], fc[4] = byte(l>>24), byte(l>>16), byte(l>>8), byte(l)
+	require.NoError(t, rc.nc.SetDeadline(time.Now().Add(10*time.Second)))
+	_, err = rc.nc.Write(fc)
+	require.NoError(t, err)
+	got := readUntilReady(t, rc.nc)
+	require.Contains(t, got, "V:42", "FunctionCallResponse")
+	require.NoError(t, rc.roundTrip(protocol.Query{String: "SELECT 1"}.Encode(nil)))
+
+	require.GreaterOrEqual(t, tlMetric(t, d, "pg_doorman_transaction_core_handbacks_total", "reason", "split_message"), 2.0,
+		"the long Query and the COPY data")
+	require.Equal(t, 1.0, tlMetric(t, d, "pg_doorman_transaction_core_handbacks_total", "reason", "message"), "the FunctionCall")
+}
+
+// readUntilReady reads messages up to ReadyForQuery and returns their
+// types; a FunctionCallResponse's value is given as V:<value>.
+func readUntilReady(t *testing.T, nc net.Conn) []string {
+	t.Helper()
+	var got []string
+	hdr := make([]byte, 5)
+	for {
+		_, err := io.ReadFull(nc, hdr)
+		require.NoError(t, err)
+		body := make([]byte, int(hdr[1])<<24|int(hdr[2])<<16|int(hdr[3])<<8|int(hdr[4])-4)
+		_, err = io.ReadFull(nc, body)
+		require.NoError(t, err)
+		typ := string(hdr[0])
+		if hdr[0] == 'V' && len(body) > 4 {
+			typ += ":" + string(body[4:])
+		}
+		got = append(got, typ)
+		if hdr[0] == protocol.MsgReadyForQuery {
+			return got
+		}
+	}
+}
+
+// TestCoreKillInBlock: KILL reaches a client the core runs, idle inside a
+// transaction block with its server attached: the client gets the FATAL,
+// and the server is rolled back and serves the next client.
+func TestCoreKillInBlock(t *testing.T) {
+	d := startCore(t, "transaction", 1)
+	ctx := context.Background()
+	c := connect(t, d.DSN("app", "app-secret", "appdb"))
+	tx, err := c.Begin(ctx)
+	require.NoError(t, err)
+	pid := 0
+	require.NoError(t, tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid))
+	tag := fmt.Sprintf("core-kill-%d", time.Now().UnixNano())
+	_, err = tx.Exec(ctx, "INSERT INTO items VALUES ((random()*1e9)::int, $1)", tag)
+	require.NoError(t, err)
+	s := sessionOf(t, d, c.PgConn().Conn())
+	require.NotZero(t, s.ServerPID(), "attached in the block")
+	s.Kill("58006", "pooler is shut down now")
+	_, err = tx.Exec(ctx, "SELECT 1")
+	require.Error(t, err)
+	require.Eventually(t, func() bool { return d.Daemon.Clients.Len() == 0 }, 5*time.Second, 10*time.Millisecond)
+
+	next := connect(t, d.DSN("app", "app-secret", "appdb"))
+	require.Equal(t, pid, backendPID(t, next), "rolled back and reused")
+	var rows int
+	require.NoError(t, next.QueryRow(ctx, "SELECT count(*) FROM items WHERE note = $1", tag).Scan(&rows))
+	require.Zero(t, rows, "the killed client's insert was rolled back")
+}
+
+// TestCoreHostileFloodWhileWaiting: clients that pipeline megabytes of
+// queries while they wait for a server do not make the pooler hold them:
+// a waiting client is not read (at most one read is held for it), and each
+// resets without harm to the pool or to other clients.
+func TestCoreHostileFloodWhileWaiting(t *testing.T) {
+	d, p, _, tx := busyPoolCore(t)
+	ctx := context.Background()
+	const clients = 8
+	const perClient = 4 << 20
+	q := protocol.Query{String: "SELECT 1"}.Encode(nil)
+	flood := bytes.Repeat(q, perClient/len(q))
+	var wrote sync.WaitGroup
+	conns := make([]net.Conn, clients)
+	for i := range conns {
+		nc, err := pgconnConnect(ctx, d.DSN("app", "app-secret", "appdb"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = nc.Close() })
+		conns[i] = nc
+		wrote.Add(1)
+		go func() {
+			defer wrote.Done()
+			_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = nc.Write(flood) // stops when the socket buffers are full
+		}()
+	}
+	requireWaiting(t, p)
+	wrote.Wait()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	heap := ms.HeapAlloc
+	t.Logf("heap with %d clients flooding while they wait: %d bytes", clients, heap)
+	require.Less(t, heap, uint64(clients*perClient/4), "the pooler holds no client's flood")
+	// The flooders go (reset); the pool and its other clients go on.
+	for _, nc := range conns {
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+		_ = nc.Close()
+	}
+	require.NoError(t, tx.Commit(ctx))
+	c := connect(t, d.DSN("app", "app-secret", "appdb"))
+	var one int
+	require.NoError(t, c.QueryRow(ctx, "SELECT 1").Scan(&one))
+	require.Eventually(t, func() bool { return p.Stats.ClientsActive.Load() == 0 }, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, 2, d.Daemon.Clients.Len(), "the holder and the new client")
+}
+
+// busyPoolCore is busyPool with the transaction core on.
+func busyPoolCore(t *testing.T) (*apptest.Instance, *pooler.Pool, *pgx.Conn, pgx.Tx) {
+	t.Helper()
+	d := startCore(t, "transaction", 1)
+	ctx := context.Background()
+	holder := connect(t, d.DSN("app", "app-secret", "appdb"))
+	tx, err := holder.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "SELECT 1")
+	require.NoError(t, err)
+	p, ok := d.Daemon.Pools.Lookup("appdb", "app")
+	require.True(t, ok)
+	return d, p, holder, tx
+}
