@@ -603,6 +603,33 @@ func (p *Pool[T]) popWaiterLocked() *waiter[T] {
 // got c and more clients still wait.
 func (p *Pool[T]) Release(c *Conn[T]) (backlog bool) { return p.release(c, true) }
 
+// Reuse is for a caller that queues clients of its own (an event loop) and
+// has c back from one of them: it reports true when c may go straight on
+// to the caller's next client, a handoff, and false once it has released c
+// as Release does. c goes on only where Release would not close it (the
+// pool neither closed nor paused, c of the current epoch and within its
+// lifetime, the pool not over its size) and no client waits in the pool's
+// own queue but the caller's ours (its acquires in flight there).
+func (p *Pool[T]) Reuse(c *Conn[T], ours int) bool {
+	p.mu.Lock()
+	if c.state != stateBusy || c.pool != p {
+		p.mu.Unlock()
+		panic("BUG: pool: reuse of a connection that is not checked out")
+	}
+	now := p.now()
+	if p.closed || p.paused || c.epoch != p.epoch || c.lifetimeExceeded(now) || p.total > p.cfg.MaxSize || p.waiters.Len() > ours {
+		p.mu.Unlock()
+		p.release(c, true)
+		return false
+	}
+	c.returnedAt = now
+	c.used = true
+	p.counters.Handoffs++
+	p.maybePrereplaceLocked(c, now)
+	p.mu.Unlock()
+	return true
+}
+
 func (p *Pool[T]) release(c *Conn[T], served bool) (backlog bool) {
 	p.mu.Lock()
 	if c.state != stateBusy || c.pool != p {

@@ -395,6 +395,57 @@ func TestTryAcquireNoProbe(t *testing.T) {
 	p.Release(c3)
 }
 
+// TestReuse: a connection goes straight on to the caller's next client
+// unless Release would close it or someone else waits in the pool's queue.
+func TestReuse(t *testing.T) {
+	t.Run("handed on", func(t *testing.T) {
+		p := newTestPool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, &connector{}, nil)
+		c, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		require.True(t, p.Reuse(c, 0))
+		require.Equal(t, 1, p.Stats().Busy, "still checked out, now for the next client")
+		require.True(t, p.Reuse(c, 0))
+		p.Release(c)
+		require.Equal(t, 1, p.Stats().Idle)
+	})
+	t.Run("another client waits in the pool", func(t *testing.T) {
+		p := newTestPool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, &connector{}, nil)
+		c, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		got := make(chan *Conn[*fakeConn], 1)
+		go func() {
+			w, err := p.Acquire(context.Background())
+			if err == nil {
+				got <- w
+			}
+		}()
+		waitFor(t, func() bool { return p.Stats().Waiting == 1 })
+		require.True(t, p.Reuse(c, 1), "the waiter is the caller's own")
+		require.False(t, p.Reuse(c, 0), "the waiter is someone else's: released to it")
+		require.Same(t, c, <-got)
+		p.Release(c)
+	})
+	t.Run("old epoch", func(t *testing.T) {
+		p := newTestPool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, &connector{}, nil)
+		c, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		p.Reconnect()
+		require.False(t, p.Reuse(c, 0))
+		require.True(t, c.Value.closed.Load(), "closed as Release closes it")
+	})
+	t.Run("paused", func(t *testing.T) {
+		p := newTestPool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, &connector{}, nil)
+		c, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		paused := make(chan error, 1)
+		go func() { paused <- p.Pause(context.Background()) }()
+		waitFor(t, func() bool { return p.Stats().Paused })
+		require.False(t, p.Reuse(c, 0))
+		require.NoError(t, <-paused)
+		p.Resume()
+	})
+}
+
 func TestPauseResume(t *testing.T) {
 	p := newTestPool(t, Config{MaxSize: 2, MaxParallelCreates: 2}, &connector{}, nil)
 	c, err := p.Acquire(context.Background())
