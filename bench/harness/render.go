@@ -59,7 +59,7 @@ func renderMethod(b *strings.Builder, r Report) {
 		fmt.Sprintf("`pgbench -i -s %d`; every run is `pgbench -b <script> -M <mode> -c <clients> -j %d -T <t> -l` (threads capped by clients) as a SCRAM user; pgbench vacuums before each run as usual.", s.Scale, s.Jobs),
 		fmt.Sprintf("pgbench's -T includes connecting all clients, and hundreds of direct PostgreSQL logins can take longer than a whole short run, so t = %d s + %.2f x the connection time of that target and client count (probed once with `-t 1`) + 1 s. The reported TPS excludes the connection time. A run measures at least about %d s of steady state, more when its clients connect faster than in the probe, so transaction counts in section 3 differ for reasons other than speed.", int(s.Duration/time.Second), connMargin, int(s.Duration/time.Second)),
 		fmt.Sprintf("Both poolers in transaction mode with the same pool: %d server connections (the -M prepared test: %d clients on a pool of %d). SCRAM between client and pooler, the pooler logs in to PostgreSQL with the SCRAM keys of the client (passthrough) from the same verifier.", s.PoolSize, s.PreparedClients, s.PreparedPoolSize),
-		"PgBouncer: `auth_type = scram-sha-256`, `auth_file` with the verifier, connection logging off, everything else default (one process, one thread). pg_doorman: `bin/pg_doorman` of this commit, connection logging off, log level warn, everything else default (GOMAXPROCS = nproc).",
+		"PgBouncer: `auth_type = scram-sha-256`, `auth_file` with the verifier, connection logging off, everything else default (one process, one thread). pg_doorman: `bin/pg_doorman` of this commit, connection logging off, log level warn, everything else default (GOMAXPROCS = nproc)" + doormanEnvText(s.DoormanEnv) + ".",
 		fmt.Sprintf("Interleaved: for every case the three targets run back to back, %d round(s), the order of the targets rotated per case and round. TPS is the median over rounds (of two rounds: the mean), excluding the connection time; latency percentiles are nearest-rank over every transaction of every round, from the `-l` logs.", s.Rounds),
 		fmt.Sprintf("Idle clients: for each count (%s), a fresh instance of each pooler; a Go program (pgconn, %d logins at a time) first connects one warm-up client that runs SELECT 1 and stays (so that the pooler has opened its first server connection: \"first client\" is what that cost once), then opens that many connections that authenticate and stay idle, from source addresses 127.0.0.2, 127.0.0.3, ... (a new one every %d clients, so that no address runs out of ephemeral ports); RSS is VmRSS from /proc/<pid>/status with the warm-up client (\"before\", %s after it, once it stopped moving) and with all clients (\"at once\": as soon as it stopped moving after the last login; \"with clients\": %s later, once it stopped moving; the hold is there because pg_doorman gives free heap back to the OS once a burst is over, internal/memreturn), VmHWM is the peak; bytes per idle client = (RSS with clients - RSS before) / clients, and the same at once.", idleCountsText(s.IdleCounts), idleConnectWorkers, clientsPerSource, idleHold, idleHold),
 		"pgbench, PostgreSQL, the pooler and (for the memory test) the client program share the same CPUs.",
@@ -281,4 +281,12 @@ func KeptTail(path string) string {
 		return ""
 	}
 	return "\n" + string(b[i:])
+}
+
+// doormanEnvText names the general overrides pg_doorman ran with.
+func doormanEnvText(env []string) string {
+	if len(env) == 0 {
+		return ""
+	}
+	return ", except what the environment set for every pg_doorman of the run: `" + strings.Join(env, "`, `") + "`"
 }

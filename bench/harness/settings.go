@@ -3,6 +3,8 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +28,12 @@ type Settings struct {
 	TLSConnectClients int           // BENCH_TLS_CONNECT_CLIENTS: clients of the pgbench -C run over TLS
 	Paused            []PausedLoad  // BENCH_PAUSED: "clients:rate,..." of the paused-clients section (pgbench -R)
 	Only              string        // BENCH_ONLY: "" (everything), "tls", "idle", "floor" or "paused" (only that section)
+
+	// DoormanEnv are the PG_DOORMAN_GENERAL_* variables in the
+	// environment, which every pg_doorman of the run inherits (for
+	// example PG_DOORMAN_GENERAL_TRANSACTION_LOOP=true); the report names
+	// them.
+	DoormanEnv []string
 
 	DoormanBin   string // path of the pg_doorman binary
 	PgBouncerBin string // path of the pgbouncer binary
@@ -114,6 +122,7 @@ func (s Settings) ApplyEnv(getenv func(string) string) (Settings, error) {
 		errs = append(errs, fmt.Errorf("BENCH_ONLY=%q: want tls, idle, floor or paused (benchrun) or proxy (scripts/bench.sh)", v))
 	}
 	s.Keep = getenv("BENCH_KEEP") == "1"
+	s.DoormanEnv = doormanEnv(os.Environ())
 	return s, errors.Join(errs...)
 }
 
@@ -197,4 +206,16 @@ func (s Settings) MaxClients() int {
 		m = max(m, p.Clients)
 	}
 	return m
+}
+
+// doormanEnv picks the pg_doorman general overrides out of env.
+func doormanEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "PG_DOORMAN_GENERAL_") {
+			out = append(out, kv)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

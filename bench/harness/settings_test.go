@@ -84,3 +84,12 @@ func TestApplyEnv(t *testing.T) {
 		})
 	}
 }
+
+func TestDoormanEnv(t *testing.T) {
+	t.Parallel()
+	env := []string{"PATH=/bin", "PG_DOORMAN_GENERAL_TRANSACTION_LOOP=true", "PG_DOORMAN_PROMETHEUS_PORT=1", "PG_DOORMAN_GENERAL_LOG_LEVEL=warn"}
+	got := doormanEnv(env)
+	require.Equal(t, []string{"PG_DOORMAN_GENERAL_LOG_LEVEL=warn", "PG_DOORMAN_GENERAL_TRANSACTION_LOOP=true"}, got)
+	require.Equal(t, ", except what the environment set for every pg_doorman of the run: `PG_DOORMAN_GENERAL_LOG_LEVEL=warn`, `PG_DOORMAN_GENERAL_TRANSACTION_LOOP=true`", doormanEnvText(got))
+	require.Empty(t, doormanEnvText(nil))
+}

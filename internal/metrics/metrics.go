@@ -107,9 +107,9 @@ func New(d *daemon.Daemon) *Metrics {
 	}
 	m.coreHandBacks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pg_doorman_transaction_core_handbacks_total",
-		Help: "Clients the transaction core (general.transaction_loop) handed back to a goroutine, by reason: split_message (a message not whole in one read), message (not a request at a transaction's start, or invalid), canceled (a cancelled wait), migrate (binary upgrade), tls_server (a server with TLS).",
+		Help: "Clients the transaction core (general.transaction_loop) handed back to a goroutine, by reason: split_message (a message not whole in one read), message (not a request at a transaction's start, or invalid), canceled (a cancelled wait), migrate (binary upgrade), tls_server (a server with TLS), no_wait (query_wait_timeout 0).",
 	}, []string{"reason"})
-	for _, r := range []string{"split_message", "message", "canceled", "migrate", "tls_server"} {
+	for _, r := range []string{"split_message", "message", "canceled", "migrate", "tls_server", "no_wait"} {
 		m.coreHandBacks.WithLabelValues(r)
 	}
 	m.coreFailures = prometheus.NewCounterVec(prometheus.CounterOpts{

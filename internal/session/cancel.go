@@ -78,6 +78,11 @@ func (s *Session) stopWaitLocked() bool {
 		return false
 	}
 	s.waiting = false
+	if cl := s.coreLocked(); cl != nil {
+		// Queued in the transaction core: the loop answers it.
+		s.env.Core.post(corePost{kind: postCancel, cl: cl})
+		return true
+	}
 	select {
 	case s.waitStop <- struct{}{}:
 	default:

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/doorman-go/doorman/internal/pool"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/protocol"
 	"github.com/doorman-go/doorman/internal/rawio"
@@ -30,7 +31,7 @@ func NewCore(log *zap.Logger) (*Core, error) {
 		log = zap.NewNop()
 	}
 	c := &Core{log: log, buf: make([]byte, coreReadSize), clients: map[*coreClient]struct{}{},
-		servers: map[*pooler.Conn]*coreServer{}, done: make(chan struct{})}
+		servers: map[*pooler.Conn]*coreServer{}, queues: map[*pooler.Pool]*coreQueue{}, done: make(chan struct{}), started: time.Now()}
 	set, err := rawio.NewPolledEpoll(128, c.dispatch)
 	if err != nil {
 		return nil, fmt.Errorf("transaction core: %w", err)
@@ -48,6 +49,17 @@ func (c *Core) run() {
 	// The loop is over: nothing else touches its sessions now.
 	for cl := range c.clients {
 		c.endClient(cl, errCoreClosed)
+	}
+	for _, q := range c.queues {
+		for _, stop := range q.sentinels {
+			select {
+			case stop <- struct{}{}:
+			default:
+			}
+		}
+	}
+	if c.timer != nil {
+		c.timer.Stop()
 	}
 	c.mu.Lock()
 	posts := c.posts
@@ -70,6 +82,7 @@ func (c *Core) Close() {
 	c.mu.Unlock()
 	c.set.Wake()
 	<-c.done
+	c.sentinelsRun.Wait()
 }
 
 // Core is the transaction core: one event loop that owns the client
@@ -92,6 +105,12 @@ type Core struct {
 	batch   []*coreEnd
 	clients map[*coreClient]struct{}
 	servers map[*pooler.Conn]*coreServer // kept in the set while pooled
+	queues  map[*pooler.Pool]*coreQueue
+	timer   *time.Timer   // the wait timer (tick), armed for timerAt
+	timerAt time.Duration // on the loop's clock; 0: not armed
+	started time.Time     // the loop's clock's zero
+
+	sentinelsRun sync.WaitGroup // Close waits for the sentinels to end
 
 	// tlsPools: pools whose servers turned out to use TLS, which the
 	// loop cannot read raw; their sessions are not adopted.
@@ -102,7 +121,9 @@ type postKind uint8
 
 const (
 	postAdd      postKind = iota // a session enters
-	postGrant                    // its acquirer came back
+	postSentinel                 // a sentinel's acquire came back
+	postCancel                   // a cancel request for a queued client
+	postTick                     // the wait timer: expire queued clients
 	postKill                     // Kill
 	postHandBack                 // Migrate: back to a goroutine at its idle point
 	postClose
@@ -113,6 +134,8 @@ type corePost struct {
 	cl   *coreClient
 	pc   *pooler.Conn
 	err  error
+	p    *pooler.Pool  // postSentinel
+	stop chan struct{} // postSentinel: the sentinel's
 }
 
 // post hands p to the loop; false when the loop has ended.
@@ -131,7 +154,7 @@ func (c *Core) post(p corePost) bool {
 // dropPost undoes a post the loop will never see.
 func (c *Core) dropPost(p corePost) {
 	if p.pc != nil {
-		p.cl.s.pool.Release(p.pc)
+		p.p.Release(p.pc)
 	}
 	if p.kind == postAdd {
 		c.endClient(p.cl, errCoreClosed)
@@ -165,25 +188,44 @@ func (s *Session) coreLocked() *coreClient {
 	return nil
 }
 
+// coreClient is a session's place in the loop; every idle client of the
+// core keeps one, so it is kept small (TestParkedClientMemory).
 type coreClient struct {
 	s   *Session
 	ctx context.Context
 	ps  *coreSocket
 	end coreEnd
 	srv *coreServer
-	// held: client bytes read and not forwarded yet, while an acquirer
-	// runs (at most one read: the client is not read meanwhile) or until
-	// the session goes back to a goroutine (handBack).
-	held     []byte
-	waiting  bool          // an acquirer runs for it
-	left     bool          // hung up while waiting
-	handBack bool          // to a goroutine once its server is between messages
-	dead     bool          // hung up while answers were due: the server is read on (clientLost)
-	why      string        // handBack's reason, for CoreMetrics
-	hold     protocol.Hold // serverHold(s), made once
-	gone     bool          // ended or handed back: the loop is done with it
-	// kill is Kill's last word, under s.mu.
-	kill *protocol.Notice
+	// held: client bytes read and not forwarded yet, while it waits in
+	// its queue (at most one read: the client is not read meanwhile) or
+	// until the session goes back to a goroutine (handBack).
+	held []byte
+	// since and deadline (query_wait_timeout's, 0: none) of its wait, on
+	// the loop's clock (Core.clock).
+	since, deadline time.Duration
+	hold            protocol.Hold    // serverHold(s), made at its first attach
+	kill            *protocol.Notice // Kill's last word, under s.mu
+	queued          bool             // in its pool's queue (coreQueue)
+	handBack        bool             // to a goroutine once its server is between messages
+	dead            bool             // hung up while answers were due: the server is read on (clientLost)
+	gone            bool             // ended or handed back: the loop is done with it
+	why             handBackReason   // handBack's, for CoreMetrics
+}
+
+// handBackReason is why the core handed a client back (CoreMetrics).
+type handBackReason uint8
+
+const (
+	whySplit handBackReason = iota
+	whyMessage
+	whyCanceled
+	whyMigrate
+	whyTLSServer
+	whyNoWait
+)
+
+func (r handBackReason) String() string {
+	return [...]string{"split_message", "message", "canceled", "migrate", "tls_server", "no_wait"}[r]
 }
 
 type coreServer struct {
@@ -216,7 +258,7 @@ func (s *Session) adoptCore(ctx context.Context) bool {
 		return false
 	}
 	ps := &coreSocket{parkedSocket: parkedSocket{fd: fd}}
-	cl := &coreClient{s: s, ctx: ctx, ps: ps, hold: serverHold(s)}
+	cl := &coreClient{s: s, ctx: ctx, ps: ps}
 	ps.cl = cl
 	cl.end = coreEnd{fd: ps.fd, cl: cl}
 	_ = s.raw.Close() // the dup holds the socket open
@@ -303,13 +345,17 @@ func (c *Core) woken() bool {
 				c.failed(p.cl.s, "register_client")
 				c.endClient(p.cl, errors.New("transaction core: register client"))
 			}
-		case postGrant:
-			c.granted(p.cl, p.pc, p.err)
+		case postSentinel:
+			c.sentinelBack(p)
+		case postCancel:
+			c.canceled(p.cl)
+		case postTick:
+			c.tick()
 		case postKill:
 			c.kill(p.cl)
 		case postHandBack:
-			if cl := p.cl; !cl.gone && cl.srv == nil && !cl.waiting {
-				c.handBack(cl, nil, nil, "migrate")
+			if cl := p.cl; !cl.gone && cl.srv == nil && !cl.queued {
+				c.handBack(cl, nil, nil, whyMigrate)
 			} // otherwise at its release (readyForQuery)
 		}
 	}
@@ -355,17 +401,20 @@ func (c *Core) clientEvent(cl *coreClient, events uint32) {
 		}
 		return
 	}
-	if cl.waiting {
-		if events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-			// Gone while it waits for a server: the wait stops, and its
-			// statement is not run (as attach's look after a long wait).
-			cl.left = true
-			c.unregister(&cl.end)
-			s := cl.s
-			s.mu.Lock()
-			s.stopWaitLocked()
-			s.mu.Unlock()
+	if cl.queued {
+		if events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) == 0 {
+			// More bytes while it waits: they stay in the socket, and
+			// the loop stops looking until a server is attached.
+			c.setInterest(&cl.end, unix.EPOLLRDHUP)
+			return
 		}
+		// Gone while it waits for a server: its statement is not run (as
+		// attach's look after a long wait), however short the wait.
+		s := cl.s
+		c.dequeue(cl)
+		s.pool.Stats.ClientsActive.Add(-1)
+		s.pool.Stats.LeftWhileWaiting.Add(1)
+		c.endClient(cl, fmt.Errorf("%w while waiting for a server", errClientGone))
 		return
 	}
 	if events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
@@ -408,12 +457,12 @@ func (c *Core) clientBytes(cl *coreClient, data []byte) bool {
 	}
 	for len(data) > 0 {
 		if len(data) < protocol.HeaderLen {
-			return c.stop(cl, data, "split_message")
+			return c.stop(cl, data, whySplit)
 		}
 		typ := data[0]
 		l := int(binary.BigEndian.Uint32(data[1:5]))
 		if l < 4 || 1+l > len(data) {
-			return c.stop(cl, data, "split_message") // the goroutine path reads it whole, streams it or refuses it
+			return c.stop(cl, data, whySplit) // the goroutine path reads it whole, streams it or refuses it
 		}
 		f := data[:1+l]
 		if typ == protocol.MsgTerminate && len(f) == protocol.HeaderLen {
@@ -421,7 +470,7 @@ func (c *Core) clientBytes(cl *coreClient, data []byte) bool {
 			return false
 		}
 		if _, _, ok := checkClientMessage(typ, len(f)); !ok {
-			return c.stop(cl, data, "message") // the goroutine path answers it
+			return c.stop(cl, data, whyMessage) // the goroutine path answers it
 		}
 		if cl.srv == nil {
 			if typ == protocol.MsgQuery && s.checkQueryIs(f[5:]) {
@@ -443,7 +492,7 @@ func (c *Core) clientBytes(cl *coreClient, data []byte) bool {
 			case protocol.MsgQuery, protocol.MsgParse, protocol.MsgBind, protocol.MsgDescribe,
 				protocol.MsgExecute, protocol.MsgSync, protocol.MsgClose, protocol.MsgFlush:
 			default:
-				return c.stop(cl, data, "message") // FunctionCall, a COPY message out of a COPY
+				return c.stop(cl, data, whyMessage) // FunctionCall, a COPY message out of a COPY
 			}
 			switch c.acquire(cl) {
 			case queued:
@@ -451,7 +500,9 @@ func (c *Core) clientBytes(cl *coreClient, data []byte) bool {
 			case ended:
 				return false
 			case refused:
-				return c.stop(cl, data, "tls_server")
+				return c.stop(cl, data, whyTLSServer)
+			case noWait:
+				return c.stop(cl, data, whyNoWait)
 			}
 		}
 		c.forward(cl, typ, f)
@@ -504,7 +555,7 @@ func (c *Core) clientWriteFailed(cl *coreClient) {
 // stop ends the loop's part in the session: what is left of the read goes
 // back to a goroutine with it, now when no server is attached or the
 // server is between messages, else once it is.
-func (c *Core) stop(cl *coreClient, rest []byte, why string) bool {
+func (c *Core) stop(cl *coreClient, rest []byte, why handBackReason) bool {
 	if cs := cl.srv; cs != nil {
 		if !c.flush(&cs.end) {
 			c.serverFailed(cs, errors.New("write to server"))
@@ -521,17 +572,18 @@ func (c *Core) stop(cl *coreClient, rest []byte, why string) bool {
 	return false
 }
 
-// hold keeps what is left of the read while the acquirer runs: the
-// client is not read meanwhile, only watched for a hangup.
+// hold keeps what is left of the read while the client waits in its
+// queue. The client is not read meanwhile; its interest stays as it is
+// (no epoll_ctl for the common client, which sends nothing more while it
+// waits) until it sends more, which turns reading off (clientEvent).
 func (c *Core) hold(cl *coreClient, rest []byte) bool {
 	cl.held = append(cl.held[:0], rest...)
-	c.setInterest(&cl.end, unix.EPOLLRDHUP)
 	return false
 }
 
 // CoreMetrics is implemented by Env.Metrics hooks that count what the
 // transaction core hands back to a goroutine, by reason (split_message,
-// message, canceled, migrate, tls_server), and its own failures.
+// message, canceled, migrate, tls_server, no_wait), and its own failures.
 type CoreMetrics interface {
 	CoreHandBack(reason string)
 	CoreFailure(op string)
@@ -550,12 +602,13 @@ type lendResult uint8
 
 const (
 	lent    lendResult = iota // attached: its messages go to the server
-	queued                    // an acquirer runs for it
+	queued                    // in its pool's queue in the loop
 	ended                     // the session ended
 	refused                   // a server the loop cannot read raw: back to a goroutine
+	noWait                    // query_wait_timeout 0: the goroutine path's TryCreate
 )
 
-// acquire attaches an idle server to cl, or starts its acquirer.
+// acquire attaches an idle server to cl, or queues it.
 func (c *Core) acquire(cl *coreClient) lendResult {
 	s := cl.s
 	p := s.pool
@@ -565,55 +618,223 @@ func (c *Core) acquire(cl *coreClient) lendResult {
 		p.Stats.WaitCount.Add(1)
 		return c.lend(cl, pc)
 	}
-	cl.waiting = true
-	go func() {
-		pc, err := p.AcquireFor(cl.ctx, (*waitHook)(s))
-		if !c.post(corePost{kind: postGrant, cl: cl, pc: pc, err: err}) && pc != nil {
-			p.Release(pc)
-		}
-	}()
+	qwt := p.Settings().General.QueryWaitTimeout
+	if qwt == 0 {
+		// No waiting at all (an idle server or a connect now): the
+		// goroutine path's TryCreate.
+		p.Stats.ClientsActive.Add(-1)
+		return noWait
+	}
+	c.enqueue(cl, qwt)
 	return queued
 }
 
-// granted: cl's acquirer came back.
-func (c *Core) granted(cl *coreClient, pc *pooler.Conn, err error) {
+// coreQueue is a pool's FIFO of the core's clients that wait for a
+// server. Servers come to its head from the loop's own releases (handOn)
+// and from its sentinels: acquires in the pool's own queue, in a goroutine
+// each, which bring what the pool gives the loop's clients otherwise (a
+// connect, a server another session released, the end of a pause).
+type coreQueue struct {
+	clients   []*coreClient
+	sentinels []chan struct{} // each one's Stop: the loop ends them when the queue empties
+}
+
+func (c *Core) enqueue(cl *coreClient, qwt time.Duration) {
 	s := cl.s
-	cl.waiting = false
-	switch {
-	case cl.gone:
-		if pc != nil {
-			s.pool.Release(pc)
+	p := s.pool
+	q := c.queues[p]
+	if q == nil {
+		q = &coreQueue{}
+		c.queues[p] = q
+	}
+	now := c.clock()
+	cl.queued, cl.since, cl.deadline = true, now, 0
+	if qwt > 0 {
+		cl.deadline = now + qwt
+		c.armTimer(cl.deadline)
+	}
+	q.clients = append(q.clients, cl)
+	s.mu.Lock()
+	s.waiting = true // a cancel request now posts postCancel (stopWaitLocked)
+	s.mu.Unlock()
+	p.Stats.ClientsWaiting.Add(1)
+	c.ensureSentinels(p, q)
+}
+
+// ensureSentinels keeps acquires in the pool's queue while the loop's
+// waits: as many as the pool may connect at once, at most one per client.
+func (c *Core) ensureSentinels(p *pooler.Pool, q *coreQueue) {
+	want := min(len(q.clients), max(1, p.Settings().General.ScalingMaxParallelCreates))
+	for len(q.sentinels) < want {
+		stop := make(chan struct{}, 1)
+		q.sentinels = append(q.sentinels, stop)
+		// Bounded by the head's deadline, as the head's own acquire would
+		// be: a connect retried under server_login_retry gives up before
+		// it, and the head gets the connect error (sentinelBack), not
+		// query_wait_timeout.
+		b := pool.Bounds{Stop: stop}
+		if d := q.clients[0].deadline; d != 0 {
+			b.Deadline = c.started.Add(d)
 		}
-		return
-	case cl.left:
-		if pc != nil {
-			s.pool.Release(pc)
-		}
-		s.pool.Stats.ClientsActive.Add(-1)
-		s.pool.Stats.LeftWhileWaiting.Add(1)
-		c.endClient(cl, fmt.Errorf("%w while waiting for a server", errClientGone))
-		return
-	case err != nil:
-		s.pool.Stats.ClientsActive.Add(-1)
-		if errors.Is(err, pooler.ErrCanceled) {
-			held := cl.held
-			cl.held = nil
-			c.handBack(cl, held, func(s *Session) error { return s.answerCanceledHeld() }, "canceled")
-			return
-		}
-		_ = s.acquireFailed(err)
-		c.endClient(cl, err)
+		c.sentinelsRun.Add(1)
+		go func() {
+			defer c.sentinelsRun.Done()
+			pc, _, err := p.Conns().AcquireWaited(context.Background(), b)
+			if !c.post(corePost{kind: postSentinel, p: p, pc: pc, err: err, stop: stop}) && pc != nil {
+				p.Release(pc)
+			}
+		}()
+	}
+}
+
+// dequeue takes cl out of its queue, its wait over.
+func (c *Core) dequeue(cl *coreClient) {
+	s := cl.s
+	p := s.pool
+	q := c.queues[p]
+	cl.queued = false
+	s.mu.Lock()
+	s.waiting = false
+	s.mu.Unlock()
+	p.Stats.ClientsWaiting.Add(-1)
+	wait := c.clock() - cl.since
+	p.Stats.WaitTime.Add(uint64(wait.Microseconds()))
+	p.Stats.WaitCount.Add(1)
+	if q == nil {
 		return
 	}
-	held := cl.held
-	cl.held = nil
-	switch c.lend(cl, pc) {
+	for i, x := range q.clients {
+		if x == cl {
+			copy(q.clients[i:], q.clients[i+1:])
+			q.clients[len(q.clients)-1] = nil
+			q.clients = q.clients[:len(q.clients)-1]
+			break
+		}
+	}
+	if len(q.clients) == 0 {
+		// Nobody left to serve: the sentinels stop (one that got a
+		// server meanwhile brings it back, and it is released).
+		for _, stop := range q.sentinels {
+			select {
+			case stop <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// sentinelBack: a sentinel's acquire came back.
+func (c *Core) sentinelBack(p corePost) {
+	q := c.queues[p.p]
+	if q != nil {
+		for i, stop := range q.sentinels {
+			if stop == p.stop {
+				q.sentinels = append(q.sentinels[:i], q.sentinels[i+1:]...)
+				break
+			}
+		}
+	}
+	switch {
+	case p.pc != nil:
+		c.handOn(p.p, p.pc)
+	case errors.Is(p.err, pool.ErrStopped), errors.Is(p.err, context.DeadlineExceeded):
+		// Stopped, or its head's deadline came: tick tells the head.
+	case q != nil && len(q.clients) > 0:
+		// The pool could not give one (a failed connect, closed): its
+		// head is told, as a client whose own acquire failed.
+		head := q.clients[0]
+		c.dequeue(head)
+		head.s.pool.Stats.ClientsActive.Add(-1)
+		_ = head.s.acquireFailed(p.err)
+		c.endClient(head, p.err)
+	}
+	if q != nil && len(q.clients) > 0 {
+		c.ensureSentinels(p.p, q)
+	}
+}
+
+// handOn gives pc, back from a client of p, to the oldest client the loop
+// queues for p, or back to the pool.
+func (c *Core) handOn(p *pooler.Pool, pc *pooler.Conn) {
+	q := c.queues[p]
+	if q == nil || len(q.clients) == 0 {
+		p.Release(pc)
+		return
+	}
+	if !p.Conns().Reuse(pc, len(q.sentinels)) {
+		return // released: to a waiter of the pool's, or closed
+	}
+	head := q.clients[0]
+	c.dequeue(head)
+	held := head.held
+	head.held = nil
+	switch c.lend(head, pc) {
 	case lent:
-		if c.clientBytes(cl, held) {
-			c.refresh(cl)
+		if c.clientBytes(head, held) {
+			c.refresh(head)
 		}
 	case refused:
-		c.handBack(cl, held, nil, "tls_server")
+		c.handBack(head, held, nil, whyTLSServer)
+	}
+}
+
+// canceled: a cancel request for a queued client: its statement is
+// answered 57014 by a goroutine (answerCanceled), never sent.
+func (c *Core) canceled(cl *coreClient) {
+	if cl.gone || !cl.queued {
+		return
+	}
+	s := cl.s
+	c.dequeue(cl)
+	s.pool.Stats.ClientsActive.Add(-1)
+	s.pool.Stats.WaitsCanceled.Add(1)
+	held := cl.held
+	cl.held = nil
+	c.handBack(cl, held, func(s *Session) error { return s.answerCanceledHeld() }, whyCanceled)
+}
+
+// clock is the loop's clock: time since the core started (monotonic).
+func (c *Core) clock() time.Duration { return time.Since(c.started) }
+
+// armTimer makes the loop look at its queues by at (on its clock).
+func (c *Core) armTimer(at time.Duration) {
+	if c.timer != nil && c.timerAt != 0 && at >= c.timerAt {
+		return
+	}
+	c.timerAt = at
+	d := at - c.clock()
+	if c.timer == nil {
+		c.timer = time.AfterFunc(d, func() { c.post(corePost{kind: postTick}) })
+		return
+	}
+	c.timer.Reset(d)
+}
+
+// tick ends the waits past query_wait_timeout, as the pool's would.
+func (c *Core) tick() {
+	c.timerAt = 0
+	now := c.clock()
+	var next time.Duration
+	for _, q := range c.queues {
+		for i := 0; i < len(q.clients); {
+			cl := q.clients[i]
+			if cl.deadline == 0 || now < cl.deadline {
+				if cl.deadline != 0 && (next == 0 || cl.deadline < next) {
+					next = cl.deadline
+				}
+				i++
+				continue
+			}
+			s := cl.s
+			c.dequeue(cl)
+			s.pool.Stats.ClientsActive.Add(-1)
+			s.pool.Stats.WaitTimeouts.Add(1)
+			_ = s.acquireFailed(pooler.ErrWaitTimeout)
+			c.endClient(cl, pooler.ErrWaitTimeout)
+		}
+	}
+	if next != 0 {
+		c.armTimer(next)
 	}
 }
 
@@ -651,6 +872,9 @@ func (c *Core) lend(cl *coreClient, pc *pooler.Conn) lendResult {
 		}
 	}
 	s.state.Store(StateActive)
+	if cl.hold == nil {
+		cl.hold = serverHold(s)
+	}
 	cs.cl, cl.srv = cl, cs
 	if err := s.syncParams(conn, &cs.end.out); err != nil {
 		cs.cl, cl.srv = nil, nil
@@ -825,7 +1049,7 @@ func (c *Core) readyForQuery(cl *coreClient, cs *coreServer, status byte, more b
 		c.unregister(&cs.end)
 		go s.giveBack(pc)
 	default:
-		s.pool.Release(pc)
+		c.handOn(s.pool, pc)
 	}
 	return true
 }
@@ -839,7 +1063,7 @@ func (c *Core) afterRelease(cl *coreClient) {
 	if cl.handBack || cl.s.migrating.Load() {
 		why := cl.why
 		if !cl.handBack {
-			why = "migrate"
+			why = whyMigrate
 		}
 		held := cl.held
 		cl.held = nil
@@ -902,11 +1126,8 @@ func (c *Core) endClient(cl *coreClient, err error) {
 	delete(c.clients, cl)
 	s := cl.s
 	c.unregister(&cl.end)
-	if cl.waiting {
-		// The acquirer's grant finds the client gone and releases.
-		s.mu.Lock()
-		s.stopWaitLocked()
-		s.mu.Unlock()
+	if cl.queued {
+		c.dequeue(cl)
 		s.pool.Stats.ClientsActive.Add(-1)
 	}
 	if cs := cl.srv; cs != nil {
@@ -936,12 +1157,12 @@ func (c *Core) endClient(cl *coreClient, err error) {
 // handBack gives the session back to a goroutine: unread is what the loop
 // read and did not handle, then (may be nil) runs first there. An attached
 // server goes with it, between messages.
-func (c *Core) handBack(cl *coreClient, unread []byte, then func(*Session) error, why string) {
+func (c *Core) handBack(cl *coreClient, unread []byte, then func(*Session) error, why handBackReason) {
 	if cl.gone {
 		return
 	}
 	if m, ok := cl.s.env.Metrics.(CoreMetrics); ok {
-		m.CoreHandBack(why)
+		m.CoreHandBack(why.String())
 	}
 	cl.gone = true
 	delete(c.clients, cl)
@@ -988,7 +1209,7 @@ func (c *Core) flush(e *coreEnd) bool {
 // read only while its peer has taken everything, so that what the loop
 // holds for a client or server that does not read stays bounded.
 func (c *Core) refresh(cl *coreClient) {
-	if cl.gone || cl.waiting {
+	if cl.gone || cl.queued {
 		return
 	}
 	if cl.dead {

@@ -21,7 +21,10 @@ type corePost struct {
 
 type postKind uint8
 
-const postHandBack postKind = 3
+const (
+	postHandBack postKind = 3
+	postCancel   postKind = 5
+)
 
 // NewCore reports that this build has no transaction core.
 func NewCore(*zap.Logger) (*Core, error) { return nil, errors.New("transaction core: Linux only") }

@@ -275,3 +275,25 @@ func busyPoolCore(t *testing.T) (*apptest.Instance, *pooler.Pool, *pgx.Conn, pgx
 	require.True(t, ok)
 	return d, p, holder, tx
 }
+
+// TestCoreNoWaitHandsBack: with query_wait_timeout 0 (no waiting at all) a
+// client that finds no idle server goes to a goroutine, which connects now
+// or refuses, as without the core. (A cancelled wait in the core's queue,
+// query_wait_timeout on the loop's clock and a client that leaves while
+// queued are TestCancelWhileWaiting, TestQueryWaitTimeout and
+// TestClientLeftWhileWaiting under make test's run with the core on.)
+func TestCoreNoWaitHandsBack(t *testing.T) {
+	d := start(t, "  transaction_loop: true\n  query_wait_timeout: 0", "transaction", 1)
+	ctx := context.Background()
+	holder := connect(t, d.DSN("app", "app-secret", "appdb"))
+	tx, err := holder.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "SELECT 1")
+	require.NoError(t, err)
+	c := connect(t, d.DSN("app", "app-secret", "appdb"))
+	_, err = c.Exec(ctx, "SELECT 1")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "query_wait_timeout")
+	require.Equal(t, 1.0, tlMetric(t, d, "pg_doorman_transaction_core_handbacks_total", "reason", "no_wait"))
+	require.NoError(t, tx.Commit(ctx))
+}

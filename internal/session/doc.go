@@ -48,12 +48,14 @@
 // With Env.Core (general.transaction_loop, experimental; core_linux.go)
 // the transaction core owns plaintext transaction-mode sessions instead,
 // from their first idle point: one event loop reads their sockets into
-// one buffer, attaches servers (a goroutine per client only while it waits
-// in the pool's queue), forwards both ways with the same accounting,
+// one buffer, attaches servers (clients that wait queue in the loop, FIFO
+// per pool, and a released server goes straight to the oldest: handOn),
+// forwards both ways with the same accounting,
 // rewriter, parameter sync and release rule (accountLocked,
 // accountReadyLocked, safePoint), and releases. What it does not run, a
 // message not whole in one read, one that is not a request at a
-// transaction's start, a cancelled wait, a migration, a TLS server, it
+// transaction's start, a cancelled wait, a migration, a TLS server, no
+// waiting allowed (query_wait_timeout 0), it
 // hands back to a goroutine (resumeFromCore) with the bytes it read, at a
 // point where the server is between messages; the session comes back at
 // its next idle point. Kill and Migrate post to the loop.
