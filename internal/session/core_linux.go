@@ -1288,7 +1288,7 @@ func (s *Session) resumeFromCore(cl *coreClient, unread, toClient, toServer []by
 		s.rwParked = false
 	}
 	srv := s.srv
-	pending := s.pending > 0
+	pending := s.pending > 0 || s.partial // answers, or messages after the last Sync, are due
 	s.mu.Unlock()
 	if len(toClient) > 0 {
 		if err := s.Write(toClient); err != nil {
@@ -1305,7 +1305,7 @@ func (s *Session) resumeFromCore(cl *coreClient, unread, toClient, toServer []by
 			return
 		}
 		if pending {
-			s.watch(srv) // answers are due: serverLoop reads them
+			s.watch(srv) // serverLoop reads what the server says
 		}
 	}
 	if then != nil {
