@@ -52,6 +52,7 @@ var catalogue = map[string]entry{
 	"general.tcp_user_timeout":                      {"TCP_USER_TIMEOUT of client sockets in seconds (Linux), 0 = OS default", "TCP_USER_TIMEOUT клиентских сокетов в секундах (Linux), 0 = по умолчанию ОС"},
 	"general.unix_socket_buffer_size":               {"buffer size for reads and writes on unix sockets to PostgreSQL", "размер буфера чтения и записи при подключении к PostgreSQL через unix-сокет"},
 	"general.tcp_socket_buffer_size":                {"SO_RCVBUF/SO_SNDBUF of client sockets (extension), 0 = kernel default", "SO_RCVBUF/SO_SNDBUF клиентских сокетов (расширение), 0 = по умолчанию ядра"},
+	"general.transaction_loop":                      {"run plaintext transaction-mode clients on one event loop, the transaction core (extension, experimental, Linux; fixed at start)", "обслуживать клиентов без TLS в режиме transaction одним циклом событий, ядром транзакций (расширение, экспериментально, Linux; задаётся при запуске)"},
 	"general.admin_username":                        {"user name of the admin console (database pgdoorman or pgbouncer)", "имя пользователя admin-консоли (база pgdoorman или pgbouncer)"},
 	"general.admin_password":                        {"password of the admin console: change it", "пароль admin-консоли: замените его"},
 	"general.prepared_statements":                   {"cache prepared statements so they work in transaction mode", "кешировать prepared statements, чтобы они работали в transaction mode"},
