@@ -22,7 +22,13 @@ import (
 // statement of any client waits. tx.Commit frees the server.
 func busyPool(t *testing.T) (d *apptest.Instance, p *pooler.Pool, holder *pgx.Conn, tx pgx.Tx) {
 	t.Helper()
-	d = start(t, "", "transaction", 1)
+	return busyPoolWith(t, "")
+}
+
+// busyPoolWith is busyPool with extraGeneral in the general section.
+func busyPoolWith(t *testing.T, extraGeneral string) (d *apptest.Instance, p *pooler.Pool, holder *pgx.Conn, tx pgx.Tx) {
+	t.Helper()
+	d = start(t, extraGeneral, "transaction", 1)
 	ctx := context.Background()
 	holder = connect(t, d.DSN("app", "app-secret", "appdb"))
 	tx, err := holder.Begin(ctx)

@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
-	"github.com/doorman-go/doorman/internal/pool"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/protocol"
 	"github.com/doorman-go/doorman/internal/rawio"
@@ -212,22 +211,6 @@ type coreClient struct {
 	why             handBackReason   // handBack's, for CoreMetrics
 }
 
-// handBackReason is why the core handed a client back (CoreMetrics).
-type handBackReason uint8
-
-const (
-	whySplit handBackReason = iota
-	whyMessage
-	whyCanceled
-	whyMigrate
-	whyTLSServer
-	whyNoWait
-)
-
-func (r handBackReason) String() string {
-	return [...]string{"split_message", "message", "canceled", "migrate", "tls_server", "no_wait"}[r]
-}
-
 type coreServer struct {
 	pc  *pooler.Conn
 	end coreEnd
@@ -263,16 +246,7 @@ func (s *Session) adoptCore(ctx context.Context) bool {
 	cl.end = coreEnd{fd: ps.fd, cl: cl}
 	_ = s.raw.Close() // the dup holds the socket open
 	s.parkedDeep = true
-	s.crd = nil
-	s.cmem.Set(0)
-	s.clientRead = nil
-	if s.rw != nil && s.rw.blank() {
-		// As a park: made again when the client speaks (clientBytes).
-		s.rw, s.rwParked = nil, true
-	}
-	s.wmu.Lock()
-	s.nc, s.raw = ps, ps
-	s.wmu.Unlock()
+	s.shedIdleLocked(ps) // as a park; the rewriter comes back in clientBytes
 	s.state.Store(StateIdle)
 	// Last: from the post on, the loop may run the session.
 	if !c.post(corePost{kind: postAdd, cl: cl}) {
@@ -552,35 +526,6 @@ func (c *Core) clientWriteFailed(cl *coreClient) {
 	c.endClient(cl, errClientGone)
 }
 
-// stop ends the loop's part in the session: what is left of the read goes
-// back to a goroutine with it, now when no server is attached or the
-// server is between messages, else once it is.
-func (c *Core) stop(cl *coreClient, rest []byte, why handBackReason) bool {
-	if cs := cl.srv; cs != nil {
-		if !c.flush(&cs.end) {
-			c.serverFailed(cs, errors.New("write to server"))
-			return false
-		}
-		if cs.sp != nil && !cs.sp.Between() {
-			cl.held = append(cl.held, rest...)
-			cl.handBack, cl.why = true, why
-			c.refresh(cl)
-			return false
-		}
-	}
-	c.handBack(cl, rest, nil, why)
-	return false
-}
-
-// hold keeps what is left of the read while the client waits in its
-// queue. The client is not read meanwhile; its interest stays as it is
-// (no epoll_ctl for the common client, which sends nothing more while it
-// waits) until it sends more, which turns reading off (clientEvent).
-func (c *Core) hold(cl *coreClient, rest []byte) bool {
-	cl.held = append(cl.held[:0], rest...)
-	return false
-}
-
 // CoreMetrics is implemented by Env.Metrics hooks that count what the
 // transaction core hands back to a goroutine, by reason (split_message,
 // message, canceled, migrate, tls_server, no_wait), and its own failures.
@@ -595,296 +540,6 @@ func (c *Core) failed(s *Session, op string) {
 	if m, ok := s.env.Metrics.(CoreMetrics); ok {
 		m.CoreFailure(op)
 	}
-}
-
-// lendResult is how lend (and acquire) left the client.
-type lendResult uint8
-
-const (
-	lent    lendResult = iota // attached: its messages go to the server
-	queued                    // in its pool's queue in the loop
-	ended                     // the session ended
-	refused                   // a server the loop cannot read raw: back to a goroutine
-	noWait                    // query_wait_timeout 0: the goroutine path's TryCreate
-)
-
-// acquire attaches an idle server to cl, or queues it.
-func (c *Core) acquire(cl *coreClient) lendResult {
-	s := cl.s
-	p := s.pool
-	s.state.Store(StateWaiting)
-	p.Stats.ClientsActive.Add(1)
-	if pc := p.Conns().TryAcquireNoProbe(cl.ctx); pc != nil {
-		p.Stats.WaitCount.Add(1)
-		return c.lend(cl, pc)
-	}
-	qwt := p.Settings().General.QueryWaitTimeout
-	if qwt == 0 {
-		// No waiting at all (an idle server or a connect now): the
-		// goroutine path's TryCreate.
-		p.Stats.ClientsActive.Add(-1)
-		return noWait
-	}
-	c.enqueue(cl, qwt)
-	return queued
-}
-
-// coreQueue is a pool's FIFO of the core's clients that wait for a
-// server. Servers come to its head from the loop's own releases (handOn)
-// and from its sentinels: acquires in the pool's own queue, in a goroutine
-// each, which bring what the pool gives the loop's clients otherwise (a
-// connect, a server another session released, the end of a pause).
-type coreQueue struct {
-	clients   []*coreClient
-	sentinels []chan struct{} // each one's Stop: the loop ends them when the queue empties
-}
-
-func (c *Core) enqueue(cl *coreClient, qwt time.Duration) {
-	s := cl.s
-	p := s.pool
-	q := c.queues[p]
-	if q == nil {
-		q = &coreQueue{}
-		c.queues[p] = q
-	}
-	now := c.clock()
-	cl.queued, cl.since, cl.deadline = true, now, 0
-	if qwt > 0 {
-		cl.deadline = now + qwt
-		c.armTimer(cl.deadline)
-	}
-	q.clients = append(q.clients, cl)
-	s.mu.Lock()
-	s.waiting = true // a cancel request now posts postCancel (stopWaitLocked)
-	s.mu.Unlock()
-	p.Stats.ClientsWaiting.Add(1)
-	c.ensureSentinels(p, q)
-}
-
-// ensureSentinels keeps acquires in the pool's queue while the loop's
-// waits: as many as the pool may connect at once, at most one per client.
-func (c *Core) ensureSentinels(p *pooler.Pool, q *coreQueue) {
-	want := min(len(q.clients), max(1, p.Settings().General.ScalingMaxParallelCreates))
-	for len(q.sentinels) < want {
-		stop := make(chan struct{}, 1)
-		q.sentinels = append(q.sentinels, stop)
-		// Bounded by the head's deadline, as the head's own acquire would
-		// be: a connect retried under server_login_retry gives up before
-		// it, and the head gets the connect error (sentinelBack), not
-		// query_wait_timeout.
-		b := pool.Bounds{Stop: stop}
-		if d := q.clients[0].deadline; d != 0 {
-			b.Deadline = c.started.Add(d)
-		}
-		c.sentinelsRun.Add(1)
-		go func() {
-			defer c.sentinelsRun.Done()
-			pc, _, err := p.Conns().AcquireWaited(context.Background(), b)
-			if !c.post(corePost{kind: postSentinel, p: p, pc: pc, err: err, stop: stop}) && pc != nil {
-				p.Release(pc)
-			}
-		}()
-	}
-}
-
-// dequeue takes cl out of its queue, its wait over.
-func (c *Core) dequeue(cl *coreClient) {
-	s := cl.s
-	p := s.pool
-	q := c.queues[p]
-	cl.queued = false
-	s.mu.Lock()
-	s.waiting = false
-	s.mu.Unlock()
-	p.Stats.ClientsWaiting.Add(-1)
-	wait := c.clock() - cl.since
-	p.Stats.WaitTime.Add(uint64(wait.Microseconds()))
-	p.Stats.WaitCount.Add(1)
-	if q == nil {
-		return
-	}
-	for i, x := range q.clients {
-		if x == cl {
-			copy(q.clients[i:], q.clients[i+1:])
-			q.clients[len(q.clients)-1] = nil
-			q.clients = q.clients[:len(q.clients)-1]
-			break
-		}
-	}
-	if len(q.clients) == 0 {
-		// Nobody left to serve: the sentinels stop (one that got a
-		// server meanwhile brings it back, and it is released).
-		for _, stop := range q.sentinels {
-			select {
-			case stop <- struct{}{}:
-			default:
-			}
-		}
-	}
-}
-
-// sentinelBack: a sentinel's acquire came back.
-func (c *Core) sentinelBack(p corePost) {
-	q := c.queues[p.p]
-	if q != nil {
-		for i, stop := range q.sentinels {
-			if stop == p.stop {
-				q.sentinels = append(q.sentinels[:i], q.sentinels[i+1:]...)
-				break
-			}
-		}
-	}
-	switch {
-	case p.pc != nil:
-		c.handOn(p.p, p.pc)
-	case errors.Is(p.err, pool.ErrStopped), errors.Is(p.err, context.DeadlineExceeded):
-		// Stopped, or its head's deadline came: tick tells the head.
-	case q != nil && len(q.clients) > 0:
-		// The pool could not give one (a failed connect, closed): its
-		// head is told, as a client whose own acquire failed.
-		head := q.clients[0]
-		c.dequeue(head)
-		head.s.pool.Stats.ClientsActive.Add(-1)
-		_ = head.s.acquireFailed(p.err)
-		c.endClient(head, p.err)
-	}
-	if q != nil && len(q.clients) > 0 {
-		c.ensureSentinels(p.p, q)
-	}
-}
-
-// handOn gives pc, back from a client of p, to the oldest client the loop
-// queues for p, or back to the pool.
-func (c *Core) handOn(p *pooler.Pool, pc *pooler.Conn) {
-	q := c.queues[p]
-	if q == nil || len(q.clients) == 0 {
-		p.Release(pc)
-		return
-	}
-	if !p.Conns().Reuse(pc, len(q.sentinels)) {
-		return // released: to a waiter of the pool's, or closed
-	}
-	head := q.clients[0]
-	c.dequeue(head)
-	held := head.held
-	head.held = nil
-	switch c.lend(head, pc) {
-	case lent:
-		if c.clientBytes(head, held) {
-			c.refresh(head)
-		}
-	case refused:
-		c.handBack(head, held, nil, whyTLSServer)
-	}
-}
-
-// canceled: a cancel request for a queued client: its statement is
-// answered 57014 by a goroutine (answerCanceled), never sent.
-func (c *Core) canceled(cl *coreClient) {
-	if cl.gone || !cl.queued {
-		return
-	}
-	s := cl.s
-	c.dequeue(cl)
-	s.pool.Stats.ClientsActive.Add(-1)
-	s.pool.Stats.WaitsCanceled.Add(1)
-	held := cl.held
-	cl.held = nil
-	c.handBack(cl, held, func(s *Session) error { return s.answerCanceledHeld() }, whyCanceled)
-}
-
-// clock is the loop's clock: time since the core started (monotonic).
-func (c *Core) clock() time.Duration { return time.Since(c.started) }
-
-// armTimer makes the loop look at its queues by at (on its clock).
-func (c *Core) armTimer(at time.Duration) {
-	if c.timer != nil && c.timerAt != 0 && at >= c.timerAt {
-		return
-	}
-	c.timerAt = at
-	d := at - c.clock()
-	if c.timer == nil {
-		c.timer = time.AfterFunc(d, func() { c.post(corePost{kind: postTick}) })
-		return
-	}
-	c.timer.Reset(d)
-}
-
-// tick ends the waits past query_wait_timeout, as the pool's would.
-func (c *Core) tick() {
-	c.timerAt = 0
-	now := c.clock()
-	var next time.Duration
-	for _, q := range c.queues {
-		for i := 0; i < len(q.clients); {
-			cl := q.clients[i]
-			if cl.deadline == 0 || now < cl.deadline {
-				if cl.deadline != 0 && (next == 0 || cl.deadline < next) {
-					next = cl.deadline
-				}
-				i++
-				continue
-			}
-			s := cl.s
-			c.dequeue(cl)
-			s.pool.Stats.ClientsActive.Add(-1)
-			s.pool.Stats.WaitTimeouts.Add(1)
-			_ = s.acquireFailed(pooler.ErrWaitTimeout)
-			c.endClient(cl, pooler.ErrWaitTimeout)
-		}
-	}
-	if next != 0 {
-		c.armTimer(next)
-	}
-}
-
-// lend attaches pc to cl: its parameters' SETs go first.
-func (c *Core) lend(cl *coreClient, pc *pooler.Conn) lendResult {
-	s := cl.s
-	conn := pc.Value
-	cs := c.servers[pc]
-	if cs == nil {
-		if conn.TLS != "" || conn.Reader.Buffered() > 0 {
-			// Not one the loop can read raw: a goroutine runs this
-			// transaction, and the pool's sessions stay out of the core
-			// once its servers turned out to use TLS.
-			if conn.TLS != "" {
-				c.tlsPools.Store(s.pool, struct{}{})
-			}
-			s.pool.Release(pc)
-			s.pool.Stats.ClientsActive.Add(-1)
-			return refused
-		}
-		cs = &coreServer{pc: pc, sp: protocol.NewSplitter(0)}
-		fd := -1
-		_ = rawio.Control(conn.NetConn(), func(f uintptr) { fd = int(f) })
-		cs.end = coreEnd{fd: fd, srv: cs}
-		c.servers[pc] = cs
-	}
-	if cs.end.fd < 0 || cs.end.fd >= len(c.ends) || c.ends[cs.end.fd] != &cs.end {
-		if !c.register(&cs.end, unix.EPOLLIN|unix.EPOLLRDHUP) {
-			delete(c.servers, pc)
-			s.pool.Destroy(pc)
-			s.pool.Stats.ClientsActive.Add(-1)
-			c.failed(s, "register_server")
-			c.endClient(cl, errors.New("transaction core: register server"))
-			return ended
-		}
-	}
-	s.state.Store(StateActive)
-	if cl.hold == nil {
-		cl.hold = serverHold(s)
-	}
-	cs.cl, cl.srv = cl, cs
-	if err := s.syncParams(conn, &cs.end.out); err != nil {
-		cs.cl, cl.srv = nil, nil
-		s.pool.Release(pc)
-		s.pool.Stats.ClientsActive.Add(-1)
-		c.endClient(cl, err)
-		return ended
-	}
-	s.bindServer(pc)
-	return lent
 }
 
 func (c *Core) forward(cl *coreClient, typ byte, f []byte) {
@@ -1089,13 +744,9 @@ func (c *Core) serverFailed(cs *coreServer, err error) {
 	cs.cl, cl.srv = nil, nil
 	s.pool.Stats.ClientsActive.Add(-1)
 	s.pool.Destroy(cs.pc)
-	s.pool.Stats.ServerErrors.Add(1)
-	if s.env.Metrics != nil {
-		s.env.Metrics.ServerLost(s.Database, s.User)
-	}
+	s.serverLost(cs.pc, err)
 	_ = c.flush(&cl.end)
-	s.logger().Warn("server connection lost", zap.Error(err))
-	_, _ = cl.ps.Write(protocol.AppendError(nil, "FATAL", "08006", "server connection closed unexpectedly"))
+	_, _ = cl.ps.Write(protocol.AppendError(nil, "FATAL", "08006", serverLostMessage))
 	c.endClient(cl, fmt.Errorf("server: %w", err))
 }
 
@@ -1152,32 +803,6 @@ func (c *Core) endClient(cl *coreClient, err error) {
 	cl.ps.cl = nil
 	s.mu.Unlock()
 	go s.end(err) // closes the socket; logging and the registry off the loop
-}
-
-// handBack gives the session back to a goroutine: unread is what the loop
-// read and did not handle, then (may be nil) runs first there. An attached
-// server goes with it, between messages.
-func (c *Core) handBack(cl *coreClient, unread []byte, then func(*Session) error, why handBackReason) {
-	if cl.gone {
-		return
-	}
-	if m, ok := cl.s.env.Metrics.(CoreMetrics); ok {
-		m.CoreHandBack(why.String())
-	}
-	cl.gone = true
-	delete(c.clients, cl)
-	c.unregister(&cl.end)
-	var toServer []byte
-	if cs := cl.srv; cs != nil {
-		delete(c.servers, cs.pc)
-		c.unregister(&cs.end)
-		toServer = cs.end.out
-		cs.cl, cl.srv = nil, nil
-	}
-	toClient := cl.end.out
-	cl.end.fd = -1
-	unread = append([]byte(nil), unread...)
-	go cl.s.resumeFromCore(cl, unread, toClient, toServer, then)
 }
 
 func (c *Core) flush(e *coreEnd) bool {
@@ -1246,90 +871,6 @@ func (c *Core) setInterest(e *coreEnd, want uint32) {
 	e.interest = want
 	c.set.More()
 	_ = c.set.Ctl(unix.EPOLL_CTL_MOD, e.fd, want)
-}
-
-// resumeFromCore continues, in a goroutine, a session the core handed
-// back: the socket becomes a net.Conn again, what the core had for the
-// client and the server is written, unread is read first.
-func (s *Session) resumeFromCore(cl *coreClient, unread, toClient, toServer []byte, then func(*Session) error) {
-	s.mu.Lock()
-	cl.ps.cl = nil
-	if s.killed {
-		k := cl.kill
-		s.mu.Unlock()
-		_, _ = cl.ps.Write(toClient)
-		if k != nil {
-			_, _ = cl.ps.Write(protocol.AppendError(nil, "FATAL", k.Code, k.Message))
-		}
-		_ = cl.ps.Close()
-		s.detachOnExit()
-		s.end(errors.New("killed"))
-		return
-	}
-	nc, err := cl.ps.reopen()
-	if err != nil {
-		s.mu.Unlock()
-		s.detachOnExit()
-		s.end(fmt.Errorf("resume client from the transaction core: %w: %w", errClientGone, err))
-		return
-	}
-	if s.env.ConfigureSocket != nil {
-		s.env.ConfigureSocket(nc)
-	}
-	s.raw = nc
-	s.wmu.Lock()
-	s.nc = rawio.Wrap(s.raw)
-	s.wmu.Unlock()
-	s.clientRead = newClientRead(s.env, s.nc, s.general().ProxyCopyDataTimeout)
-	s.crd = protocol.NewReader(&s.guard, 0, MaxClientMessage)
-	s.crd.Prime(unread)
-	if s.rwParked {
-		s.rw = newRewriter(s.pool, s.User)
-		s.rwParked = false
-	}
-	srv := s.srv
-	pending := s.pending > 0 || s.partial // answers, or messages after the last Sync, are due
-	s.mu.Unlock()
-	if len(toClient) > 0 {
-		if err := s.Write(toClient); err != nil {
-			s.detachOnExit()
-			s.end(fmt.Errorf("write client: %w: %w", errClientGone, err))
-			return
-		}
-	}
-	if srv != nil {
-		b := toServer
-		if err := s.flushServer(srv, &b); err != nil {
-			s.detachOnExit()
-			s.end(err)
-			return
-		}
-		if pending {
-			s.watch(srv) // serverLoop reads what the server says
-		}
-	}
-	if then != nil {
-		if err := then(s); err != nil {
-			s.detachOnExit()
-			s.end(err)
-			return
-		}
-	}
-	s.resumed = len(unread) > 0
-	s.end(s.run(cl.ctx))
-}
-
-// answerCanceledHeld answers a request whose wait the client's cancel
-// stopped (answerCanceled), with the request already in the Reader.
-func (s *Session) answerCanceledHeld() error {
-	typ, n, err := s.crd.PeekHeader()
-	if err != nil {
-		return s.clientReadError(err)
-	}
-	if err := s.discardFrame(n); err != nil {
-		return s.clientReadError(err)
-	}
-	return s.answerCanceled(typ, false, n)
 }
 
 // checkQueryIs reports whether a Query's body is pooler_check_query.

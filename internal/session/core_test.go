@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doorman-go/doorman/internal/app/apptest"
-	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/protocol"
 )
 
@@ -218,7 +217,7 @@ func TestCoreKillInBlock(t *testing.T) {
 // a waiting client is not read (at most one read is held for it), and each
 // resets without harm to the pool or to other clients.
 func TestCoreHostileFloodWhileWaiting(t *testing.T) {
-	d, p, _, tx := busyPoolCore(t)
+	d, p, _, tx := busyPoolWith(t, "  transaction_loop: true")
 	ctx := context.Background()
 	const clients = 8
 	const perClient = 4 << 20
@@ -259,21 +258,6 @@ func TestCoreHostileFloodWhileWaiting(t *testing.T) {
 	require.NoError(t, c.QueryRow(ctx, "SELECT 1").Scan(&one))
 	require.Eventually(t, func() bool { return p.Stats.ClientsActive.Load() == 0 && d.Daemon.Clients.Len() == 2 }, 10*time.Second, 10*time.Millisecond,
 		"every flooder's session ended: the holder and the new client are left")
-}
-
-// busyPoolCore is busyPool with the transaction core on.
-func busyPoolCore(t *testing.T) (*apptest.Instance, *pooler.Pool, *pgx.Conn, pgx.Tx) {
-	t.Helper()
-	d := startCore(t, "transaction", 1)
-	ctx := context.Background()
-	holder := connect(t, d.DSN("app", "app-secret", "appdb"))
-	tx, err := holder.Begin(ctx)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, "SELECT 1")
-	require.NoError(t, err)
-	p, ok := d.Daemon.Pools.Lookup("appdb", "app")
-	require.True(t, ok)
-	return d, p, holder, tx
 }
 
 // TestCoreNoWaitHandsBack: with query_wait_timeout 0 (no waiting at all) a

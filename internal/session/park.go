@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"syscall"
 	"time"
 
@@ -81,6 +82,20 @@ func (s *Session) park(ctx context.Context, deep bool) bool {
 	// in it and the rawio wrapper of the socket: nc is the socket itself
 	// while parked, or the parkedSocket (raw too) when parked deep (set
 	// under wmu too, because Write reads nc under it alone).
+	if ps != nil {
+		s.shedIdleLocked(ps)
+	} else {
+		s.shedIdleLocked(s.raw)
+	}
+	return true
+}
+
+// shedIdleLocked drops, under mu, what an idle client that no goroutine
+// runs does not need: the Reader with its guard and account, a blank
+// rewriter (rwParked says there was one) and the rawio wrapper of its
+// socket; nc and raw become raw (under wmu too, because Write reads nc
+// under it alone). rebuildLocked gives them back.
+func (s *Session) shedIdleLocked(raw net.Conn) {
 	s.crd = nil
 	s.cmem.Set(0)
 	s.clientRead = nil
@@ -88,13 +103,37 @@ func (s *Session) park(ctx context.Context, deep bool) bool {
 		s.rw, s.rwParked = nil, true
 	}
 	s.wmu.Lock()
-	if ps != nil {
-		s.nc, s.raw = ps, ps
-	} else {
-		s.nc = s.raw
-	}
+	s.nc, s.raw = raw, raw
 	s.wmu.Unlock()
-	return true
+}
+
+// reopenLocked makes the socket of a client parked deep (or held by the
+// transaction core) a net.Conn again, with the configured TCP options
+// (net.FileConn sets Go's own; SO_LINGER is the socket's: it stayed).
+func (s *Session) reopenLocked(ps *parkedSocket) error {
+	nc, err := ps.reopen()
+	if err != nil {
+		return err
+	}
+	if s.env.ConfigureSocket != nil {
+		s.env.ConfigureSocket(nc)
+	}
+	s.raw = nc
+	return nil
+}
+
+// rebuildLocked gives back, under mu, what shedIdleLocked dropped (a new
+// rewriter is sized by the settings now in force).
+func (s *Session) rebuildLocked() {
+	s.wmu.Lock()
+	s.nc = rawio.Wrap(s.raw)
+	s.wmu.Unlock()
+	s.clientRead = newClientRead(s.env, s.nc, s.general().ProxyCopyDataTimeout)
+	s.crd = protocol.NewReader(&s.guard, 0, MaxClientMessage)
+	if s.rwParked {
+		s.rw = newRewriter(s.pool, s.User)
+		s.rwParked = false
+	}
 }
 
 // resume continues a parked session in the goroutine the Parker started.
@@ -107,28 +146,13 @@ func (s *Session) resume(ctx context.Context) {
 	s.adaptRelease()
 	if ps, ok := s.raw.(*parkedSocket); ok {
 		// Closed by Kill, which wrote the last word: the session ends.
-		// Otherwise the socket becomes a net.Conn again, with the
-		// configured TCP options (net.FileConn sets Go's own).
-		nc, err := ps.reopen()
-		if err != nil {
+		if err := s.reopenLocked(ps); err != nil {
 			s.mu.Unlock()
 			s.end(fmt.Errorf("resume parked client: %w: %w", errClientGone, err))
 			return
 		}
-		if s.env.ConfigureSocket != nil {
-			s.env.ConfigureSocket(nc) // SO_LINGER is the socket's: it stayed
-		}
-		s.raw = nc
 	}
-	s.wmu.Lock()
-	s.nc = rawio.Wrap(s.raw)
-	s.wmu.Unlock()
-	s.clientRead = newClientRead(s.env, s.nc, s.general().ProxyCopyDataTimeout)
-	s.crd = protocol.NewReader(&s.guard, 0, MaxClientMessage)
-	if s.rwParked {
-		s.rw = newRewriter(s.pool, s.User)
-		s.rwParked = false
-	}
+	s.rebuildLocked()
 	s.mu.Unlock()
 	s.resumed = true
 	s.end(s.run(ctx))

@@ -456,15 +456,24 @@ func (s *Session) serverReadFailed(c *pooler.Conn, err error) {
 	if closing {
 		return
 	}
+	s.serverLost(c, err)
+	s.Kill("08006", serverLostMessage)
+}
+
+// serverLostMessage is the FATAL a client gets when its server connection
+// dies under it.
+const serverLostMessage = "server connection closed unexpectedly: the server process was terminated or the network failed; the transaction state is unknown"
+
+// serverLost counts and logs a server connection (destroyed by the
+// caller) that died under the client. After a crash PostgreSQL restarts
+// every backend, so the idle ones of this epoch are suspect too.
+func (s *Session) serverLost(c *pooler.Conn, err error) {
 	s.pool.Stats.ServerErrors.Add(1)
-	// A backend died under a client: after a crash PostgreSQL restarts
-	// every backend, so the idle ones of this epoch are suspect too.
 	s.pool.Conns().Reconnect()
 	if s.env.Metrics != nil {
 		s.env.Metrics.ServerLost(s.Database, s.User)
 	}
 	s.logger().Warn("server connection lost under a client", zap.Uint32("server_pid", c.Value.PID), zap.Error(err))
-	s.Kill("08006", "server connection closed unexpectedly: the server process was terminated or the network failed; the transaction state is unknown")
 }
 
 // clientWriteFailed: the client is gone or stopped reading. The server may
