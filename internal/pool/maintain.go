@@ -196,6 +196,15 @@ func (p *Pool[T]) Stats() Stats {
 	return s
 }
 
+// GateFull reports whether the connects in flight are at the burst gate's
+// limit (scaling_max_parallel_creates): an acquire that waited now would
+// count a burst-gate wait.
+func (p *Pool[T]) GateFull() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.creating >= p.cfg.MaxParallelCreates
+}
+
 // IdleConn is a snapshot of one idle connection.
 type IdleConn[T Resource] struct {
 	Value      T

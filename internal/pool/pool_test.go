@@ -177,6 +177,7 @@ func TestReleaseReportsBacklog(t *testing.T) {
 func TestBurstGateBoundsParallelCreates(t *testing.T) {
 	cn := &connector{gate: make(chan struct{})}
 	p := newTestPool(t, Config{MaxSize: 40, MaxParallelCreates: 2}, cn, nil)
+	require.False(t, p.GateFull(), "no connect in flight")
 	const clients = 50
 	var wg sync.WaitGroup
 	var got atomic.Int32
@@ -193,6 +194,7 @@ func TestBurstGateBoundsParallelCreates(t *testing.T) {
 		}()
 	}
 	waitFor(t, func() bool { s := p.Stats(); return s.Creating == 2 && s.Waiting == clients-2 })
+	require.True(t, p.GateFull(), "two connects in flight fill a gate of two")
 	// Let connects finish one by one; the gate never lets more than 2 run.
 	for i := 0; got.Load() < clients; i++ {
 		select {
@@ -201,6 +203,7 @@ func TestBurstGateBoundsParallelCreates(t *testing.T) {
 		}
 	}
 	wg.Wait()
+	require.False(t, p.GateFull(), "every connect landed")
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
 	require.LessOrEqual(t, cn.peak, 2)

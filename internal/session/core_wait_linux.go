@@ -98,6 +98,12 @@ func (c *Core) enqueue(cl *coreClient, qwt time.Duration) {
 // waits: as many as the pool may connect at once, at most one per client.
 func (c *Core) ensureSentinels(p *pooler.Pool, q *coreQueue) {
 	want := min(len(q.clients), max(1, p.Settings().General.ScalingMaxParallelCreates))
+	if len(q.sentinels) > 0 && len(q.sentinels) < want && p.Conns().GateFull() {
+		// Another acquire would only wait at the burst gate (and count a
+		// wait there) for what the ones in the queue already wait for:
+		// the connects in flight, or a server released to the pool.
+		return
+	}
 	for len(q.sentinels) < want {
 		stop := make(chan struct{}, 1)
 		q.sentinels = append(q.sentinels, stop)
@@ -144,9 +150,13 @@ func (c *Core) dequeue(cl *coreClient) {
 			break
 		}
 	}
-	if len(q.clients) == 0 {
+	if len(q.clients) == 0 && !p.Conns().GateFull() {
 		// Nobody left to serve: the sentinels stop (one that got a
-		// server meanwhile brings it back, and it is released).
+		// server meanwhile brings it back, and it is released). While
+		// the pool's connects fill the burst gate they stay: they end
+		// when those connects land, and a client that queues meanwhile
+		// (soon, on a pool that is growing) is served by them instead of
+		// by new acquires, each of which would count a burst-gate wait.
 		for _, stop := range q.sentinels {
 			select {
 			case stop <- struct{}{}:
