@@ -88,6 +88,31 @@ func TestReloadAddsAndRemovesPools(t *testing.T) {
 	c.Close(context.Background())
 }
 
+// TestReloadKeepsTransactionLoop: general.transaction_loop is fixed at
+// start; a reload that changes it (warned in the log) leaves the running
+// configuration with the value that runs, both ways.
+func TestReloadKeepsTransactionLoop(t *testing.T) {
+	if os.Getenv("PG_DOORMAN_GENERAL_TRANSACTION_LOOP") != "" {
+		t.Skip("the environment sets general.transaction_loop over the file")
+	}
+	for _, atStart := range []bool{true, false} {
+		t.Run(fmt.Sprintf("start=%v", atStart), func(t *testing.T) {
+			d := apptest.Start(t, config(t, fmt.Sprintf("  transaction_loop: %v", atStart)))
+			require.Equal(t, atStart, d.Daemon.Config().General.TransactionLoop)
+			d.WriteConfig(t, config(t, fmt.Sprintf("  transaction_loop: %v\n  query_wait_timeout: 7s", !atStart)))
+			require.NoError(t, d.Daemon.Reload())
+			require.Equal(t, 7*time.Second, d.Daemon.Config().General.QueryWaitTimeout, "the rest of the file applies")
+			require.Equal(t, atStart, d.Daemon.Config().General.TransactionLoop, "the running value stays")
+			c, err := dial(t, d, "benchdb")
+			require.NoError(t, err)
+			defer c.Close(context.Background())
+			var one int
+			require.NoError(t, c.QueryRow(context.Background(), "SELECT 1").Scan(&one))
+			require.Equal(t, 1, one)
+		})
+	}
+}
+
 func TestMaxConnections(t *testing.T) {
 	d := apptest.Start(t, config(t, "  max_connections: 2"))
 	a, err := dial(t, d, "benchdb")

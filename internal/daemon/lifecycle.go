@@ -30,6 +30,8 @@ func (d *Daemon) Reload() error {
 	}
 	if cfg.General.TransactionLoop != old.TransactionLoop {
 		d.Log.Warn("general.transaction_loop is fixed at start; restart to change it")
+		// The running configuration (SHOW CONFIG) says what runs.
+		cfg.General.TransactionLoop = old.TransactionLoop
 	}
 	if err := d.setHBA(cfg); err != nil {
 		d.reloadFailure.Store(true)
