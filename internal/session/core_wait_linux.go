@@ -69,7 +69,7 @@ func (c *Core) acquire(cl *coreClient) lendResult {
 // connect, a server another session released, the end of a pause).
 type coreQueue struct {
 	clients   []*coreClient
-	sentinels []chan struct{} // each one's Stop: the loop ends them when the queue empties
+	sentinels []chan struct{} // each one's Stop: the loop ends them when the queue empties (unless the burst gate is full: dequeue)
 }
 
 func (c *Core) enqueue(cl *coreClient, qwt time.Duration) {
