@@ -549,9 +549,10 @@ func TestConcurrentStress(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
+	// A hedged connect outlives the client that left it (hedge.go): its
+	// connection goes to the pool when it completes, so wait for it.
+	waitFor(t, func() bool { s := p.Stats(); return s.Busy == 0 && s.Creating == 0 })
 	s := p.Stats()
-	require.Equal(t, 0, s.Busy)
-	require.Equal(t, 0, s.Creating)
 	require.Equal(t, s.Idle, s.Total)
 	require.LessOrEqual(t, s.Total, 4)
 	cn.mu.Lock()
