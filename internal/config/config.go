@@ -2,10 +2,10 @@ package config
 
 import (
 	"crypto/rsa"
-
-	"github.com/doorman-go/doorman/internal/auth/token"
+	"runtime"
 	"time"
 
+	"github.com/doorman-go/doorman/internal/auth/token"
 	"github.com/doorman-go/doorman/internal/servertls"
 )
 
@@ -63,7 +63,7 @@ type General struct {
 	TCPUserTimeout                    time.Duration `cfg:"tcp_user_timeout,seconds"`
 	UnixSocketBufferSize              ByteSize      `cfg:"unix_socket_buffer_size"`
 	TCPSocketBufferSize               ByteSize      `cfg:"tcp_socket_buffer_size"` // extension: SO_RCVBUF/SO_SNDBUF of client sockets, 0 = kernel default
-	TransactionLoop                   bool          `cfg:"transaction_loop"`       // extension: the transaction core (experimental), fixed at start
+	TransactionLoop                   bool          `cfg:"transaction_loop"`       // extension: the transaction core (default on Linux), fixed at start
 	AdminUsername                     string        `cfg:"admin_username"`
 	AdminPassword                     string        `cfg:"admin_password,secret"`
 	PreparedStatements                bool          `cfg:"prepared_statements"`
@@ -254,6 +254,8 @@ func defaultGeneral() General {
 		PatroniAPITimeout:           5 * time.Second,
 		FallbackConnectTimeout:      5 * time.Second,
 		FallbackLifetime:            30 * time.Second,
+		// The transaction core exists on Linux only (internal/session).
+		TransactionLoop: runtime.GOOS == "linux",
 	}
 	// Not the seed's 0 (unlimited): a client that never deallocates must
 	// not grow without bound; 0 still lifts the count bound (the byte

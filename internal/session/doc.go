@@ -45,7 +45,8 @@
 // them again.
 // Socket reads and writes go through internal/rawio.
 //
-// With Env.Core (general.transaction_loop, experimental; core_linux.go)
+// With Env.Core (general.transaction_loop, on by default on Linux;
+// core_linux.go)
 // the transaction core owns plaintext transaction-mode sessions instead,
 // from their first idle point: one event loop reads their sockets into
 // one buffer, attaches servers (clients that wait queue in the loop, FIFO
