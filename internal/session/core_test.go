@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,12 +24,25 @@ import (
 )
 
 // The transaction core (general.transaction_loop) is tested here by what
-// only it does; `make test` also runs the whole package with it on
-// (PG_DOORMAN_GENERAL_TRANSACTION_LOOP=true), so every driver, hostile and
-// waiting test is its acceptance test too.
+// only it does; it is on by default on Linux, so every driver, hostile and
+// waiting test is its acceptance test too. `make test` runs the package
+// again with it off (PG_DOORMAN_GENERAL_TRANSACTION_LOOP=false) for the
+// goroutine path, and these tests skip there.
+
+// skipWithoutCore skips a test of the core when the environment turns the
+// core off: the variable wins over the test's configuration file.
+func skipWithoutCore(t *testing.T) {
+	t.Helper()
+	if v, ok := os.LookupEnv("PG_DOORMAN_GENERAL_TRANSACTION_LOOP"); ok {
+		if on, err := strconv.ParseBool(v); err == nil && !on {
+			t.Skip("PG_DOORMAN_GENERAL_TRANSACTION_LOOP turns the transaction core off")
+		}
+	}
+}
 
 func startCore(t *testing.T, mode string, size int) *apptest.Instance {
 	t.Helper()
+	skipWithoutCore(t)
 	d := start(t, "  transaction_loop: true", mode, size)
 	require.True(t, d.Daemon.Config().General.TransactionLoop)
 	return d
@@ -265,8 +280,9 @@ func TestCoreHostileFloodWhileWaiting(t *testing.T) {
 // or refuses, as without the core. (A cancelled wait in the core's queue,
 // query_wait_timeout on the loop's clock and a client that leaves while
 // queued are TestCancelWhileWaiting, TestQueryWaitTimeout and
-// TestClientLeftWhileWaiting under make test's run with the core on.)
+// TestClientLeftWhileWaiting, with the core on by default.)
 func TestCoreNoWaitHandsBack(t *testing.T) {
+	skipWithoutCore(t)
 	d := start(t, "  transaction_loop: true\n  query_wait_timeout: 0", "transaction", 1)
 	ctx := context.Background()
 	holder := connect(t, d.DSN("app", "app-secret", "appdb"))
