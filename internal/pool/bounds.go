@@ -70,7 +70,7 @@ func (p *Pool[T]) createWithin(ctx context.Context, b Bounds, permit Permit) (*C
 // idle check will use it.
 func (p *Pool[T]) checkoutWithin(ctx context.Context, b Bounds, c *Conn[T]) (*Conn[T], bool) {
 	now := p.now()
-	if p.check == nil || p.cfg.IdleCheckTimeout <= 0 || now.Sub(c.returnedAt) < p.cfg.IdleCheckTimeout || b.none() {
+	if !c.probe || b.none() {
 		return p.checkout(ctx, c, now)
 	}
 	cctx, cancel := b.within(ctx)

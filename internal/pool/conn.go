@@ -25,6 +25,7 @@ type Conn[T Resource] struct {
 	state       connState
 	permit      Permit // the coordinator permit, nil without one
 	replaced    bool   // a pre-replacement was opened for it
+	probe       bool   // checkout probes it: decided under the pool's lock when it left idle
 }
 
 // CreatedAt is when the connection was opened.

@@ -380,6 +380,7 @@ func (p *Pool[T]) TryCreate(ctx context.Context) (*Conn[T], error) {
 var ErrNoWait = errors.New("no server connection available without waiting")
 
 // needsProbe: c sat idle past IdleCheckTimeout, so checkout probes it.
+// Under p.mu (it reads the config).
 func (p *Pool[T]) needsProbe(c *Conn[T], now time.Time) bool {
 	return p.check != nil && p.cfg.IdleCheckTimeout > 0 && now.Sub(c.returnedAt) >= p.cfg.IdleCheckTimeout
 }
@@ -413,6 +414,7 @@ func (p *Pool[T]) takeIdleLocked(now time.Time) *Conn[T] {
 			continue
 		}
 		c.state = stateBusy
+		c.probe = p.needsProbe(c, now) // checkout runs unlocked; SetConfig may change cfg
 		p.busy++
 		p.maybePrereplaceLocked(c, now)
 		return c
@@ -433,7 +435,7 @@ func (p *Pool[T]) checkout(ctx context.Context, c *Conn[T], now time.Time) (*Con
 		p.Reconnect()
 		return nil, false
 	}
-	if !p.needsProbe(c, now) {
+	if !c.probe {
 		return c, true
 	}
 	if err := p.check(ctx, c.Value); err != nil {

@@ -591,3 +591,49 @@ func TestTryAcquireRespectsQueue(t *testing.T) {
 	// The queued client got it by handoff; now it is idle again.
 	require.NotNil(t, p.TryAcquire(context.Background()))
 }
+
+// A reload (SetConfig) while clients check connections out: whether a
+// connection is probed is decided under the pool's lock, so the race
+// detector finds nothing here (checkout once read the idle-check timeout
+// unlocked, which a fresh-clone CI run caught under the transaction core).
+func TestSetConfigDuringCheckouts(t *testing.T) {
+	cfg := Config{MaxSize: 2, MaxParallelCreates: 2, IdleCheckTimeout: time.Second}
+	var checks atomic.Int32
+	p := New(Options[*fakeConn]{
+		Config:  cfg,
+		Connect: (&connector{}).connect,
+		Check:   func(context.Context, *fakeConn) error { checks.Add(1); return nil },
+	})
+	defer p.Close()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			c := cfg
+			c.IdleCheckTimeout = time.Duration(1+i%2) * time.Second
+			p.SetConfig(c)
+		}
+	}()
+	for i := 0; i < 2000; i++ {
+		var c *Conn[*fakeConn]
+		if i%2 == 0 {
+			c = p.TryAcquire(context.Background())
+		}
+		if c == nil {
+			var err error
+			c, err = p.AcquireWithin(context.Background(), Bounds{Deadline: time.Now().Add(time.Second)})
+			require.NoError(t, err)
+		}
+		p.Release(c)
+	}
+	close(done)
+	wg.Wait()
+	require.Zero(t, checks.Load(), "no connection sat idle for a second")
+}
