@@ -63,7 +63,6 @@ func (c *Core) acquire(cl *coreClient) lendResult {
 
 // coreQueue is a pool's FIFO of the core's clients that wait for a
 // server. Servers come to its head from the loop's own releases (handOn)
-
 // and from its sentinels: acquires in the pool's own queue, in a goroutine
 // each, which bring what the pool gives the loop's clients otherwise (a
 // connect, a server another session released, the end of a pause).
