@@ -6,7 +6,7 @@ RACE_PKGS := ./internal/pool/... ./internal/authquery/... ./internal/pooler/... 
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/doorman-go/doorman/internal/daemon.Version=$(VERSION)
 
-.PHONY: all build build-pam run test test-unit test-race test-bdd test-e2e drill bench soak fuzz lint clean
+.PHONY: all build build-pam run test test-unit test-race test-bdd test-e2e drill bench soak fuzz lint cross clean
 
 all: build
 
@@ -76,6 +76,13 @@ lint:
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags pam ./internal/auth/pam/... ./internal/config/ ./internal/session/
 	cd bdd && $(GO) vet ./...
+
+# The daemons and libraries build on macOS and FreeBSD too (the test
+# suites, the bench and the transaction core are Linux's). Not part of
+# test: a cold cross build of the standard library takes minutes.
+cross:
+	GOOS=darwin $(GO) build ./...
+	GOOS=freebsd $(GO) build ./cmd/...
 
 bench: build
 	@scripts/bench.sh

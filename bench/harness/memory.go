@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"golang.org/x/sys/unix"
 )
 
 // Memory is a process's resident set from /proc/<pid>/status, in bytes.
@@ -236,7 +235,7 @@ func withSource(cfg *pgconn.Config, ip net.IP) *pgconn.Config {
 		Control: func(_, _ string, rc syscall.RawConn) error {
 			var serr error
 			err := rc.Control(func(fd uintptr) {
-				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_BIND_ADDRESS_NO_PORT, 1)
+				serr = bindAddressNoPort(int(fd))
 			})
 			return errors.Join(err, serr)
 		},

@@ -41,7 +41,7 @@ func startProcess(name, logPath string, cred *syscall.Credential, prog string, a
 	defer logFile.Close() // the child has its own descriptor
 	cmd := exec.Command(prog, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: cred}
+	cmd.SysProcAttr = childAttr(cred)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}

@@ -156,7 +156,7 @@ func (rn *runner) traceSyscalls(ctx context.Context, t target, c Case) (SyscallR
 	var stderr strings.Builder
 	cmd := exec.CommandContext(ctx, bin, "-q", "-c", "-f", "-p", strconv.Itoa(t.pid), "-o", out)
 	cmd.Stderr = &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childAttr(nil)
 	if err := cmd.Start(); err != nil {
 		res.Err = fmt.Sprintf("start strace: %v", err)
 		return res, nil

@@ -178,7 +178,7 @@ func sigintUpgrades(daemonized bool) bool {
 	if daemonized {
 		return true
 	}
-	_, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS)
+	_, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), ioctlGetTermios)
 	return err != nil
 }
 

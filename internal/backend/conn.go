@@ -15,6 +15,7 @@ import (
 	"github.com/doorman-go/doorman/internal/protocol"
 	"github.com/doorman-go/doorman/internal/rawio"
 	"github.com/doorman-go/doorman/internal/servertls"
+	"github.com/doorman-go/doorman/internal/sockopt"
 )
 
 // MaxServerMessage bounds one message from PostgreSQL (1 GiB, PostgreSQL's
@@ -199,7 +200,7 @@ func connectOnce(ctx context.Context, o Options, m *servertls.Material, at serve
 		if !o.NoDelay { // Go's dialer has turned TCP_NODELAY on already
 			_ = tc.SetNoDelay(false)
 		}
-		setUserTimeout(tc, o.TCPUserTimeout)
+		_ = sockopt.SetUserTimeout(tc, o.TCPUserTimeout) // config refuses it where there is no such option
 	}
 	if uc, ok := nc.(*net.UnixConn); ok && o.UnixSocketBufferSize > 0 {
 		_ = uc.SetReadBuffer(o.UnixSocketBufferSize)
@@ -382,6 +383,17 @@ func contains(list []string, s string) bool {
 		if v == s {
 			return true
 		}
+	}
+	return false
+}
+
+// Alive reports, without blocking, whether the server side of an idle
+// connection is still open: a peek that finds EOF or unexpected bytes (a
+// FATAL sent before the server went away) means it is not.
+func (c *Conn) Alive() bool {
+	switch rawio.PeekVia(c.nc, c.raw) {
+	case rawio.PeekEmpty, rawio.PeekUnknown:
+		return true
 	}
 	return false
 }

@@ -234,7 +234,7 @@ func defaultGeneral() General {
 		TCPKeepalivesCount:          5,
 		TCPKeepalivesIdle:           5 * time.Second,
 		TCPKeepalivesInterval:       5 * time.Second,
-		TCPUserTimeout:              60 * time.Second,
+		TCPUserTimeout:              thisPlatform.defaultTCPUserTimeout(),
 		UnixSocketBufferSize:        1 << 20,
 		AdminUsername:               "admin",
 		AdminPassword:               "admin",

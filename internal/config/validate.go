@@ -101,6 +101,9 @@ func (d *decoder) validateGeneral(g *General, w *[]string) {
 			d.failf("general.server_login_retry_patroni", "needs server_login_retry: without retries there is nothing to gate")
 		}
 	}
+	for _, r := range thisPlatform.refusals(g) {
+		d.failf(r[0], "%s", r[1])
+	}
 	d.positive("general.fallback_cooldown", g.FallbackCooldown)
 	d.positive("general.patroni_api_timeout", g.PatroniAPITimeout)
 	d.positive("general.fallback_connect_timeout", g.FallbackConnectTimeout)

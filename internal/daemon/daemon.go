@@ -8,7 +8,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -22,6 +21,7 @@ import (
 	"github.com/doorman-go/doorman/internal/memreturn"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/session"
+	"github.com/doorman-go/doorman/internal/sockopt"
 	"github.com/doorman-go/doorman/internal/upgrade"
 )
 
@@ -195,8 +195,8 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		ConfigureSocket: d.configureClientSocket,
 	}
 	if d.Config().General.TransactionLoop {
-		// The transaction core (experimental): plaintext transaction-mode
-		// clients run on one event loop.
+		// The transaction core: plaintext transaction-mode clients run on
+		// one event loop.
 		core, err := session.NewCore(d.Log)
 		if err != nil {
 			return fmt.Errorf("general.transaction_loop: %w", err)
@@ -307,15 +307,7 @@ func (d *Daemon) configureClientSocket(nc net.Conn) {
 	// Keepalive as on server connections (backend.Options.KeepAlive): on,
 	// tcp_keepalives_idle 0 meaning Go's default idle time.
 	_ = tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: g.TCPKeepalivesIdle, Interval: g.TCPKeepalivesInterval, Count: g.TCPKeepalivesCount})
-	raw, err := tc.SyscallConn()
-	if err != nil {
-		return
-	}
-	_ = raw.Control(func(fd uintptr) {
-		if g.TCPUserTimeout > 0 {
-			_ = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, 0x12, int(g.TCPUserTimeout.Milliseconds()))
-		}
-	})
+	_ = sockopt.SetUserTimeout(tc, g.TCPUserTimeout) // config refuses it where there is no such option
 }
 
 // ConnCount is the number of open client sockets.

@@ -49,7 +49,7 @@ var catalogue = map[string]entry{
 	"general.tcp_keepalives_count":                  {"unanswered keepalive probes before a connection is dead", "число неподтверждённых keepalive-проб до признания соединения мёртвым"},
 	"general.tcp_keepalives_idle":                   {"seconds of idle before the first keepalive probe", "секунд простоя до первой keepalive-пробы"},
 	"general.tcp_keepalives_interval":               {"seconds between keepalive probes", "секунд между keepalive-пробами"},
-	"general.tcp_user_timeout":                      {"TCP_USER_TIMEOUT of client sockets in seconds (Linux), 0 = OS default", "TCP_USER_TIMEOUT клиентских сокетов в секундах (Linux), 0 = по умолчанию ОС"},
+	"general.tcp_user_timeout":                      {"TCP_USER_TIMEOUT of client and server sockets in seconds (Linux; macOS: TCP_RXT_CONNDROPTIME), 0 = OS default", "TCP_USER_TIMEOUT клиентских и серверных сокетов в секундах (Linux; macOS: TCP_RXT_CONNDROPTIME), 0 = по умолчанию ОС"},
 	"general.unix_socket_buffer_size":               {"buffer size for reads and writes on unix sockets to PostgreSQL", "размер буфера чтения и записи при подключении к PostgreSQL через unix-сокет"},
 	"general.tcp_socket_buffer_size":                {"SO_RCVBUF/SO_SNDBUF of client sockets (extension), 0 = kernel default", "SO_RCVBUF/SO_SNDBUF клиентских сокетов (расширение), 0 = по умолчанию ядра"},
 	"general.transaction_loop":                      {"run plaintext transaction-mode clients on one event loop, the transaction core (extension; Linux only, on by default there; fixed at start)", "обслуживать клиентов без TLS в режиме transaction одним циклом событий, ядром транзакций (расширение; только Linux, там включено по умолчанию; задаётся при запуске)"},

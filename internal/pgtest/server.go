@@ -123,7 +123,7 @@ func (c *Cluster) startServer(ctx context.Context) error {
 	cmd := c.env.command(context.Background(), "postgres", "-D", c.DataDir)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr.Setpgid = true
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	setParentDeathSignal(cmd.SysProcAttr)
 	err = cmd.Start()
 	_ = logf.Close() // the child has its own descriptor
 	if err != nil {

@@ -93,7 +93,7 @@ func killStaleServer(dataDir string) {
 			return
 		}
 		// The id may have been reused by someone else: check the key too.
-		if int64(desc.Perm.Key) != key {
+		if k, ok := shmKey(&desc); !ok || k != key {
 			return
 		}
 		if desc.Nattch == 0 {

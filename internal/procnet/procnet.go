@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // TCP states as the kernel numbers them (include/net/tcp_states.h); the
@@ -225,4 +226,18 @@ func appendFields(dst [][]byte, line []byte) [][]byte {
 		dst = append(dst, line[:i])
 		line = line[i:]
 	}
+}
+
+// socketInode parses a "socket:[12345]" link target.
+func socketInode(link string) (uint64, bool) {
+	s, ok := strings.CutPrefix(link, "socket:[")
+	if !ok {
+		return 0, false
+	}
+	s, ok = strings.CutSuffix(s, "]")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
 }

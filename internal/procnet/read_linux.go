@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 )
 
 // Read counts the sockets of this process. root is normally "/proc"
@@ -77,18 +75,4 @@ func ownSockets(fdDir string) (map[uint64]struct{}, error) {
 		}
 	}
 	return out, nil
-}
-
-// socketInode parses a "socket:[12345]" link target.
-func socketInode(link string) (uint64, bool) {
-	s, ok := strings.CutPrefix(link, "socket:[")
-	if !ok {
-		return 0, false
-	}
-	s, ok = strings.CutSuffix(s, "]")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	return n, err == nil
 }

@@ -24,7 +24,7 @@
 // hot path. It owns no buffer: Read and Write use the caller's slices only
 // for the duration of the call.
 //
-// Peek (Linux) looks at a socket's receive queue without blocking or
+// Peek looks at a socket's receive queue without blocking or
 // consuming: whether a peer has gone (end of file, a reset) or has bytes
 // waiting. The session and the server connection both ask it. It is a raw
 // call too: a call the scheduler sees wakes sysmon whenever every P was

@@ -26,7 +26,7 @@ type Channel struct {
 
 // socketpair returns both ends of a SOCK_SEQPACKET pair as files.
 func socketpair() (*os.File, *os.File, error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	fds, err := seqpacketPair()
 	if err != nil {
 		return nil, nil, fmt.Errorf("socketpair: %w", err)
 	}
