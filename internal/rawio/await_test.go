@@ -193,3 +193,55 @@ func BenchmarkRequestAnswer(b *testing.B) {
 		})
 	}
 }
+
+// WriteAwaitInput returns at once when the peer's answer came before the
+// request (it gave its readiness edge before the wait could begin), and
+// otherwise waits for the answer as WriteAwaitRead does.
+func TestWriteAwaitInput(t *testing.T) {
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network, func(t *testing.T) {
+			t.Run("answer queued before the request", func(t *testing.T) {
+				c, peer := pair(t, network)
+				_, err := peer.Write([]byte("xanswer"))
+				require.NoError(t, err)
+				one := make([]byte, 1)
+				_, err = io.ReadFull(c, one) // the data's edge is spent
+				require.NoError(t, err)
+				done := make(chan error, 1)
+				go func() {
+					_, err := c.WriteAwaitInput([]byte("request"))
+					done <- err
+				}()
+				select {
+				case err := <-done:
+					require.NoError(t, err)
+				case <-time.After(5 * time.Second):
+					t.Fatal("WriteAwaitInput waited for an answer that was already there")
+				}
+				b := make([]byte, 6)
+				_, err = io.ReadFull(c, b)
+				require.NoError(t, err)
+				require.Equal(t, "answer", string(b))
+			})
+			t.Run("waits for the answer", func(t *testing.T) {
+				c, peer := pair(t, network)
+				done := make(chan error, 1)
+				go func() {
+					_, err := c.WriteAwaitInput([]byte("request"))
+					done <- err
+				}()
+				b := make([]byte, 7)
+				_, err := io.ReadFull(peer, b)
+				require.NoError(t, err)
+				select {
+				case err := <-done:
+					t.Fatalf("returned before the answer: %v", err)
+				default:
+				}
+				_, err = peer.Write([]byte("answer"))
+				require.NoError(t, err)
+				require.NoError(t, <-done)
+			})
+		})
+	}
+}

@@ -30,10 +30,11 @@ type Conn struct {
 // direction is the scratch state of one direction's calls (WriteAwaitRead
 // uses the read direction's: it is a read that writes first).
 type direction struct {
-	mu  sync.Mutex
-	buf []byte
-	n   int
-	err error
+	mu    sync.Mutex
+	buf   []byte
+	n     int
+	err   error
+	queue bool // WriteAwaitInput: bytes queued before the write end the wait
 }
 
 // call runs the RawConn's Read (write false) or Write with fn over p, one
@@ -207,17 +208,29 @@ func (c *Conn) doWrite(fd uintptr) bool {
 // the connection closed) is not reported: the read that follows meets the
 // same condition and reports it. A Conn without raw calls, or a p larger
 // than rawWriteMax, is a plain Write.
-func (c *Conn) WriteAwaitRead(p []byte) (int, error) {
-	if c.rc == nil || len(p) == 0 || len(p) > rawWriteMax {
+func (c *Conn) WriteAwaitRead(p []byte) (int, error) { return c.writeAwait(p, false) }
+
+// WriteAwaitInput is WriteAwaitRead for a peer that may have sent before
+// it was asked (a client that does not wait for the challenge of a login
+// exchange): bytes already queued on the socket when the write is done end
+// the wait at once. WriteAwaitRead would wait for a readiness edge those
+// bytes gave before the wait began. It costs one more raw call (TIOCINQ)
+// per request; a server's answer, which comes only once it is asked for,
+// needs WriteAwaitRead only. Where there is no TIOCINQ (not Linux) it is
+// Write.
+func (c *Conn) WriteAwaitInput(p []byte) (int, error) { return c.writeAwait(p, true) }
+
+func (c *Conn) writeAwait(p []byte, queue bool) (int, error) {
+	if c.rc == nil || len(p) == 0 || len(p) > rawWriteMax || (queue && !inputQueuedSupported) {
 		return c.Write(p)
 	}
 	// The read direction's scratch holds the request and, once written,
 	// the write's result (n -1: not written yet).
 	c.rd.mu.Lock()
-	c.rd.buf, c.rd.n, c.rd.err = p, -1, nil
+	c.rd.buf, c.rd.n, c.rd.err, c.rd.queue = p, -1, nil, queue
 	_ = c.rc.Read(c.awaitFn)
 	n, err := c.rd.n, c.rd.err
-	c.rd.buf, c.rd.err = nil, nil
+	c.rd.buf, c.rd.err, c.rd.queue = nil, nil, false
 	c.rd.mu.Unlock()
 	if n < 0 {
 		// The wait did not start (a read deadline already passed, the
@@ -229,12 +242,14 @@ func (c *Conn) WriteAwaitRead(p []byte) (int, error) {
 
 // doAwait writes on its first call and then waits for readability: each
 // later call is a readiness edge.
-func (c *Conn) doAwait(uintptr) bool {
+func (c *Conn) doAwait(fd uintptr) bool {
 	if c.rd.n >= 0 {
 		return true
 	}
 	c.rd.n, c.rd.err = c.wr.call(c.rc, true, c.writeFn, c.rd.buf)
-	return c.rd.err != nil
+	// The readiness was reset before this call: bytes that came before it
+	// gave their edge already, so they are looked for here.
+	return c.rd.err != nil || (c.rd.queue && inputQueued(fd) > 0)
 }
 
 // opError is the error net.Conn would return for errno e.

@@ -17,7 +17,9 @@
 // WriteAwaitRead writes a request and waits for its answer in one
 // RawConn.Read, so that the read of the answer does not first find the
 // socket empty: a Read that waits does one system call that returns
-// EAGAIN before every wait.
+// EAGAIN before every wait. WriteAwaitInput is the same for a peer that
+// may have answered before it was asked (a login's challenge): bytes
+// already queued end the wait.
 //
 // A Conn is safe for concurrent use like a net.Conn: each direction's
 // scratch fields are used under that direction's mutex, uncontended on the
@@ -39,6 +41,11 @@
 // DupFD keeps a close-on-exec dup of a connection's socket (the session's
 // deep park); TakeFD also closes the connection, handing the descriptor to
 // an event loop (relay, bench/floor), and CloseFDs closes such descriptors.
+//
+// SetLinger, SetLingerFD, InputQueued (Linux: TIOCINQ) and CloseFD are
+// the socket calls of a client's login and end as raw calls: they come
+// when the process may just have gone idle, where a call the scheduler
+// sees wakes a sleeping sysmon (futex, then its 20 µs polling).
 //
 // ReadFD and WriteFD are the one raw call each on a socket (recvfrom and
 // sendto, which skip the file layer read and write go through), for code

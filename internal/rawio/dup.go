@@ -14,7 +14,16 @@ import (
 func DupFD(nc net.Conn) (int, error) {
 	fd := -1
 	var derr error
-	if err := Control(nc, func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+	// A raw call (the package doc): the core and the parkers dup a client's
+	// socket after its login, when the process may just have gone idle.
+	if err := Control(nc, func(f uintptr) {
+		r, _, errno := unix.RawSyscall(unix.SYS_FCNTL, f, unix.F_DUPFD_CLOEXEC, 0)
+		if errno != 0 {
+			derr = errno
+			return
+		}
+		fd = int(r)
+	}); err != nil {
 		return -1, err
 	}
 	if derr != nil {

@@ -538,3 +538,31 @@ func TestHostileNodePostgresCancel(t *testing.T) {
 	require.Equal(t, "ok node-postgres cancel 57014", got)
 	check()
 }
+
+// TestHostilePipelinedLogin: a client that does not wait for the
+// challenge (its SASLInitialResponse in the same write as its startup
+// packet) is answered at once, not after a wait for bytes that came before
+// the challenge was sent (writeAwait), and logs in.
+func TestHostilePipelinedLogin(t *testing.T) {
+	d := start(t, "", "transaction", 2)
+	for i := 0; i < 20; i++ {
+		c := hsDial(t, d.Port)
+		require.NoError(t, c.nc.SetDeadline(time.Now().Add(5*time.Second)))
+		cl := auth.NewSCRAMClientPassword("app-secret", nil)
+		b := hsStartup(hsV30, "user", "app", "database", "appdb").b
+		b = protocol.SASLInitialResponse{Mechanism: auth.SCRAMMechanism, Data: cl.ClientFirst()}.Encode(b)
+		c.send(b)
+		d1, _ := c.message()
+		require.Equal(t, "R 10", d1)
+		d2, body := c.message()
+		require.Equal(t, "R 11", d2, "the pipelined answer is read without waiting for more")
+		final, err := cl.ServerFirst(body[4:])
+		require.NoError(t, err)
+		c.send(protocol.SASLResponse{Data: final}.Encode(nil))
+		d3, _ := c.message()
+		require.Equal(t, "R 12", d3)
+		d4, _ := c.message()
+		require.Equal(t, "R 0", d4)
+		require.NoError(t, c.nc.Close())
+	}
+}

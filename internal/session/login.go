@@ -16,6 +16,7 @@ import (
 	"github.com/doorman-go/doorman/internal/coordinator"
 	"github.com/doorman-go/doorman/internal/pooler"
 	"github.com/doorman-go/doorman/internal/protocol"
+	"github.com/doorman-go/doorman/internal/rawio"
 )
 
 // login authenticates a pool client and sends the welcome.
@@ -190,7 +191,7 @@ func (s *Session) applyLinger() {
 		return
 	}
 	if sec := s.general().TCPSoLinger; sec >= 0 {
-		_ = tc.SetLinger(sec)
+		_ = rawio.SetLinger(tc, sec)
 	}
 }
 
@@ -330,7 +331,7 @@ func (s *Session) authFailed() error {
 func (s *Session) authMD5(verifier string, refetch func() string) error {
 	var salt [4]byte
 	_, _ = rand.Read(salt[:])
-	if err := s.Write(protocol.AuthenticationMD5Password{Salt: salt}.Encode(nil)); err != nil {
+	if err := s.writeAwait(protocol.AuthenticationMD5Password{Salt: salt}.Encode(nil)); err != nil {
 		return err
 	}
 	body, err := s.readPassword()
@@ -363,7 +364,7 @@ func (s *Session) authSCRAM(v auth.SCRAMVerifier, refetch func() string) ([]byte
 	if endPoint != nil {
 		mechs = []string{auth.SCRAMPlusMechanism, auth.SCRAMMechanism}
 	}
-	if err := s.Write(protocol.AuthenticationSASL{Mechanisms: mechs}.Encode(nil)); err != nil {
+	if err := s.writeAwait(protocol.AuthenticationSASL{Mechanisms: mechs}.Encode(nil)); err != nil {
 		return nil, err
 	}
 	body, err := s.readPassword()
@@ -382,7 +383,7 @@ func (s *Session) authSCRAM(v auth.SCRAMVerifier, refetch func() string) ([]byte
 		s.protocolViolation("malformed SCRAM message")
 		return nil, err
 	}
-	if err := s.Write(protocol.AuthenticationSASLContinue{Data: first}.Encode(nil)); err != nil {
+	if err := s.writeAwait(protocol.AuthenticationSASLContinue{Data: first}.Encode(nil)); err != nil {
 		return nil, err
 	}
 	body, err = s.readPassword()

@@ -65,7 +65,7 @@ func (s *Session) talosEnabled() bool {
 // readCleartext asks for the password in clear (PAM, JWT, Talos need it
 // as typed) and returns it.
 func (s *Session) readCleartext() (string, error) {
-	if err := s.Write(protocol.AuthenticationCleartextPassword{}.Encode(nil)); err != nil {
+	if err := s.writeAwait(protocol.AuthenticationCleartextPassword{}.Encode(nil)); err != nil {
 		return "", err
 	}
 	body, err := s.readPassword()

@@ -96,6 +96,9 @@ func (s *Session) park(ctx context.Context, deep bool) bool {
 // socket; nc and raw become raw (under wmu too, because Write reads nc
 // under it alone). rebuildLocked gives them back.
 func (s *Session) shedIdleLocked(raw net.Conn) {
+	if s.crd != nil {
+		s.crd.Release() // its buffer back to the pool (nothing is buffered here)
+	}
 	s.crd = nil
 	s.cmem.Set(0)
 	s.clientRead = nil

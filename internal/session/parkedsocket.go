@@ -98,8 +98,8 @@ func (p *parkedSocket) Close() error {
 		return nil
 	}
 	p.closed = true
-	_ = unix.SetsockoptLinger(p.fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{})
-	return unix.Close(p.fd)
+	_ = rawio.SetLingerFD(p.fd, -1)
+	return rawio.CloseFD(p.fd) // lingering off: the close does not wait
 }
 
 func (p *parkedSocket) LocalAddr() net.Addr  { return p.addr(unix.Getsockname) }

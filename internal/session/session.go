@@ -268,6 +268,25 @@ func (s *Session) Write(b []byte) error {
 	return err
 }
 
+// writeAwait is Write for a challenge of the auth exchange, whose answer
+// the session reads next: it returns once the client has sent something
+// (rawio.Conn.WriteAwaitInput), so that the read does not first find the
+// socket empty, one system call and one more wake-up per challenge. The
+// write lock is not held while it waits (Kill writes its last word
+// meanwhile; rawio.Conn serialises the two writes). Over TLS, or with
+// bytes of the client's already buffered, it is Write.
+func (s *Session) writeAwait(b []byte) error {
+	s.wmu.Lock()
+	nc := s.nc
+	s.wmu.Unlock()
+	rc, ok := nc.(*rawio.Conn)
+	if !ok || (s.crd != nil && s.crd.Buffered() > 0) {
+		return s.Write(b)
+	}
+	_, err := rc.WriteAwaitInput(b)
+	return err
+}
+
 // Kill sends a FATAL error to the client and closes its socket.
 func (s *Session) Kill(code, msg string) {
 	s.mu.Lock()
@@ -317,7 +336,7 @@ func (s *Session) Kill(code, msg string) {
 	if tc, ok := s.raw.(*net.TCPConn); ok {
 		// A graceful close, so the client reads the error before the
 		// connection ends (tcp_so_linger 0 would send a reset).
-		_ = tc.SetLinger(-1)
+		_ = rawio.SetLinger(tc, -1)
 	}
 	_ = nc.Close()
 }
@@ -420,7 +439,7 @@ func (s *Session) close() {
 		// Terminate, as pgx and libpq do): with tcp_so_linger 0 the reset
 		// makes that write fail and pgx's Close report an error. A TLS
 		// session ends with close_notify and a FIN.
-		_ = tc.SetLinger(-1)
+		_ = rawio.SetLinger(tc, -1)
 	}
 	_ = s.nc.Close()
 }
@@ -433,7 +452,7 @@ func (s *Session) close() {
 // drainLimit, before the close.
 func closeGracefully(nc net.Conn) {
 	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetLinger(-1)
+		_ = rawio.SetLinger(tc, -1)
 		_ = tc.CloseWrite()
 		_ = tc.SetReadDeadline(time.Now().Add(drainTimeout))
 		_, _ = io.CopyN(io.Discard, tc, drainLimit)

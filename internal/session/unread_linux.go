@@ -3,16 +3,10 @@ package session
 import (
 	"net"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/doorman-go/doorman/internal/rawio"
 )
 
 // unreadInput reports whether the client has sent bytes not read yet (the
 // kernel's receive queue, TIOCINQ): what PostgreSQL's pq_buffer_has_data
 // checks after answering an SSLRequest or GSSENCRequest.
-func unreadInput(nc net.Conn) bool {
-	n := 0
-	_ = rawio.Control(nc, func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
-	return n > 0
-}
+func unreadInput(nc net.Conn) bool { return rawio.InputQueued(nc) > 0 }
