@@ -2,7 +2,6 @@ package config
 
 import (
 	"crypto/rsa"
-	"runtime"
 	"time"
 
 	"github.com/doorman-go/doorman/internal/auth/token"
@@ -255,7 +254,7 @@ func defaultGeneral() General {
 		FallbackConnectTimeout:      5 * time.Second,
 		FallbackLifetime:            30 * time.Second,
 		// The transaction core exists on Linux only (internal/session).
-		TransactionLoop: runtime.GOOS == "linux",
+		TransactionLoop: thisPlatform.core(),
 	}
 	// Not the seed's 0 (unlimited): a client that never deallocates must
 	// not grow without bound; 0 still lifts the count bound (the byte

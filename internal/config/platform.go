@@ -24,15 +24,22 @@ func (p platform) defaultTCPUserTimeout() time.Duration {
 	return 0
 }
 
-// refusals are the settings of g this OS cannot honour, as key and
-// problem, instead of accepting them and doing nothing.
-func (p platform) refusals(g *General) [][2]string {
-	var out [][2]string
+// core reports whether the transaction core runs here (internal/session
+// has it on Linux only); transaction_loop's default is on where it does.
+func (p platform) core() bool { return p.goos == "linux" }
+
+// refusal is a setting this OS cannot honour, and why.
+type refusal struct{ key, problem string }
+
+// refusals are the settings of g this OS cannot honour, refused instead
+// of accepted and left without effect.
+func (p platform) refusals(g *General) []refusal {
+	var out []refusal
 	if g.TCPUserTimeout > 0 && !p.userTimeout {
-		out = append(out, [2]string{"general.tcp_user_timeout", "not supported on " + p.goos + ": set it to 0"})
+		out = append(out, refusal{"general.tcp_user_timeout", "not supported on " + p.goos + ": set it to 0"})
 	}
-	if g.TransactionLoop && p.goos != "linux" {
-		out = append(out, [2]string{"general.transaction_loop", "the transaction core runs on Linux only: set it to false"})
+	if g.TransactionLoop && !p.core() {
+		out = append(out, refusal{"general.transaction_loop", "the transaction core runs on Linux only: set it to false"})
 	}
 	return out
 }

@@ -28,7 +28,7 @@ func TestPlatformRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var keys []string
 			for _, r := range tt.p.refusals(&tt.g) {
-				keys = append(keys, r[0])
+				keys = append(keys, r.key)
 			}
 			require.Equal(t, tt.want, keys)
 		})
@@ -39,7 +39,7 @@ func TestPlatformRefusals(t *testing.T) {
 // so a config without these keys loads everywhere.
 func TestPlatformDefaults(t *testing.T) {
 	for _, p := range []platform{{goos: "linux", userTimeout: true}, {goos: "darwin", userTimeout: true}, {goos: "freebsd"}} {
-		g := General{TCPUserTimeout: p.defaultTCPUserTimeout(), TransactionLoop: p.goos == "linux"}
+		g := General{TCPUserTimeout: p.defaultTCPUserTimeout(), TransactionLoop: p.core()}
 		require.Empty(t, p.refusals(&g), p.goos)
 	}
 	require.Equal(t, 60*time.Second, platform{userTimeout: true}.defaultTCPUserTimeout())

@@ -102,7 +102,7 @@ func (d *decoder) validateGeneral(g *General, w *[]string) {
 		}
 	}
 	for _, r := range thisPlatform.refusals(g) {
-		d.failf(r[0], "%s", r[1])
+		d.failf(r.key, "%s", r.problem)
 	}
 	d.positive("general.fallback_cooldown", g.FallbackCooldown)
 	d.positive("general.patroni_api_timeout", g.PatroniAPITimeout)

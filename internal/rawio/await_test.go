@@ -18,27 +18,7 @@ func TestWriteAwaitRead(t *testing.T) {
 	for _, network := range []string{"tcp", "unix"} {
 		t.Run(network, func(t *testing.T) {
 			t.Run("returns once the peer answers", func(t *testing.T) {
-				c, peer := pair(t, network)
-				done := make(chan error, 1)
-				go func() {
-					_, err := c.WriteAwaitRead([]byte("request"))
-					done <- err
-				}()
-				b := make([]byte, 7)
-				_, err := io.ReadFull(peer, b)
-				require.NoError(t, err)
-				require.Equal(t, "request", string(b))
-				select {
-				case err := <-done:
-					t.Fatalf("returned before the answer: %v", err)
-				default:
-				}
-				_, err = peer.Write([]byte("answer"))
-				require.NoError(t, err)
-				require.NoError(t, <-done)
-				n, err := c.Read(b)
-				require.NoError(t, err)
-				require.Equal(t, "answer", string(b[:n]))
+				awaitsAnswer(t, network, (*Conn).WriteAwaitRead)
 			})
 			t.Run("bytes unread before the call stay", func(t *testing.T) {
 				c, peer := pair(t, network)
@@ -224,24 +204,34 @@ func TestWriteAwaitInput(t *testing.T) {
 				require.Equal(t, "answer", string(b))
 			})
 			t.Run("waits for the answer", func(t *testing.T) {
-				c, peer := pair(t, network)
-				done := make(chan error, 1)
-				go func() {
-					_, err := c.WriteAwaitInput([]byte("request"))
-					done <- err
-				}()
-				b := make([]byte, 7)
-				_, err := io.ReadFull(peer, b)
-				require.NoError(t, err)
-				select {
-				case err := <-done:
-					t.Fatalf("returned before the answer: %v", err)
-				default:
-				}
-				_, err = peer.Write([]byte("answer"))
-				require.NoError(t, err)
-				require.NoError(t, <-done)
+				awaitsAnswer(t, network, (*Conn).WriteAwaitInput)
 			})
 		})
 	}
+}
+
+// awaitsAnswer: write sends the request and returns only once the peer
+// has answered, and the read that follows finds the answer.
+func awaitsAnswer(t *testing.T, network string, write func(*Conn, []byte) (int, error)) {
+	c, peer := pair(t, network)
+	done := make(chan error, 1)
+	go func() {
+		_, err := write(c, []byte("request"))
+		done <- err
+	}()
+	b := make([]byte, 7)
+	_, err := io.ReadFull(peer, b)
+	require.NoError(t, err)
+	require.Equal(t, "request", string(b))
+	select {
+	case err := <-done:
+		t.Fatalf("returned before the answer: %v", err)
+	default:
+	}
+	_, err = peer.Write([]byte("answer"))
+	require.NoError(t, err)
+	require.NoError(t, <-done)
+	n, err := c.Read(b)
+	require.NoError(t, err)
+	require.Equal(t, "answer", string(b[:n]))
 }

@@ -2,22 +2,20 @@ package sockopt
 
 import (
 	"fmt"
-	"syscall"
+	"net"
 	"time"
+
+	"github.com/doorman-go/doorman/internal/rawio"
 )
 
-// SetUserTimeout sets c's user timeout to d; d <= 0 leaves the kernel's
-// default. c is a *net.TCPConn or anything else with SyscallConn.
-func SetUserTimeout(c syscall.Conn, d time.Duration) error {
+// SetUserTimeout sets nc's user timeout to d; d <= 0 leaves the kernel's
+// default. nc is a *net.TCPConn (rawio.Control: anything with a socket).
+func SetUserTimeout(nc net.Conn, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return fmt.Errorf("tcp user timeout: %w", err)
-	}
 	var serr error
-	if err := raw.Control(func(fd uintptr) { serr = setUserTimeout(int(fd), d) }); err != nil {
+	if err := rawio.Control(nc, func(fd uintptr) { serr = setUserTimeout(int(fd), d) }); err != nil {
 		return fmt.Errorf("tcp user timeout: %w", err)
 	}
 	if serr != nil {
