@@ -1,14 +1,13 @@
+//go:build linux
+
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,32 +38,6 @@ func checkTimeout(inter time.Duration) time.Duration { return max(time.Second, i
 // plus one check timeout and slack for a loaded machine.
 func detectBound(inter time.Duration) time.Duration {
 	return fall*inter + checkTimeout(inter) + 1500*time.Millisecond
-}
-
-// syncBuffer collects HAProxy's output for failure messages.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // haproxy is a running HAProxy with a write and a read port.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package daemon_test
 
 // Settings whose effect is on pg_doorman's sockets and on its retain task.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 )
 
 // tcpPair returns both ends of a loopback TCP connection.
@@ -145,14 +144,4 @@ func TestPumpHoldsNoBufferWhenIdle(t *testing.T) {
 	}
 	allocs := testing.AllocsPerRun(100, step)
 	require.Zero(t, allocs, "allocations per forwarded message")
-}
-
-// unread is how many bytes c's receive queue holds (TIOCINQ).
-func unread(t *testing.T, c *net.TCPConn) int {
-	t.Helper()
-	raw, err := c.SyscallConn()
-	require.NoError(t, err)
-	var n int
-	require.NoError(t, raw.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }))
-	return n
 }
