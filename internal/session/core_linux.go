@@ -45,7 +45,15 @@ func (c *Core) run() {
 	if err := c.set.Run(); err != nil {
 		c.log.Error("transaction core stopped", zap.Error(err))
 	}
-	// The loop is over: nothing else touches its sessions now.
+	// The loop is over: nothing else touches its sessions now. Clients
+	// adopted since its last batch are its own too; no more come.
+	c.mu.Lock()
+	adds := c.adds
+	c.adds, c.noAdds = nil, true
+	c.mu.Unlock()
+	for _, a := range adds {
+		c.clients[a.cl] = struct{}{}
+	}
 	for cl := range c.clients {
 		c.endClient(cl, errCoreClosed)
 	}
@@ -93,8 +101,11 @@ type Core struct {
 
 	mu      sync.Mutex
 	posts   []corePost
+	adds    []coreAdd // adopted clients the loop has not taken yet (add)
+	spare   []coreAdd // the loop's: adds' last backing array, for reuse
 	closing bool
 	stopped bool // the loop has ended: posts are dropped at once
+	noAdds  bool // the loop has ended: add refuses
 
 	done chan struct{}
 
@@ -119,8 +130,7 @@ type Core struct {
 type postKind uint8
 
 const (
-	postAdd      postKind = iota // a session enters
-	postSentinel                 // a sentinel's acquire came back
+	postSentinel postKind = iota // a sentinel's acquire came back
 	postCancel                   // a cancel request for a queued client
 	postTick                     // the wait timer: expire queued clients
 	postKill                     // Kill
@@ -155,8 +165,62 @@ func (c *Core) dropPost(p corePost) {
 	if p.pc != nil {
 		p.p.Release(p.pc)
 	}
-	if p.kind == postAdd {
-		c.endClient(p.cl, errCoreClosed)
+}
+
+// coreClientEvents is what the set waits for on an idle client.
+const coreClientEvents = unix.EPOLLIN | unix.EPOLLRDHUP
+
+// coreAdd is an adopted client whose socket add put in the set, with
+// what that registration returned.
+type coreAdd struct {
+	cl  *coreClient
+	err error
+}
+
+// add hands an adopted client to the loop without waking it: its socket
+// goes into the set here, and the loop takes the client (takeAdds) before
+// it looks at the next batch, which holds the socket's first event. The
+// registration and the append are one critical section under mu, and the
+// loop takes adds under mu after its epoll_wait has returned: a batch
+// with an event of the socket finds the client in adds. False when the
+// loop has ended.
+func (c *Core) add(cl *coreClient) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.noAdds || c.stopped {
+		return false
+	}
+	err := c.set.Ctl(unix.EPOLL_CTL_ADD, cl.end.fd, coreClientEvents)
+	if errors.Is(err, unix.EEXIST) {
+		err = c.set.Ctl(unix.EPOLL_CTL_MOD, cl.end.fd, coreClientEvents)
+	}
+	c.adds = append(c.adds, coreAdd{cl: cl, err: err})
+	return true
+}
+
+// takeAdds makes the clients add left the loop's, before a batch.
+func (c *Core) takeAdds() {
+	c.mu.Lock()
+	adds := c.adds
+	if len(adds) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	c.adds, c.spare = c.spare[:0], adds
+	c.mu.Unlock()
+	for i, a := range adds {
+		adds[i] = coreAdd{}
+		cl := a.cl
+		if cl.gone {
+			continue
+		}
+		c.clients[cl] = struct{}{}
+		if a.err != nil {
+			c.failed(cl.s, "register_client")
+			c.endClient(cl, fmt.Errorf("transaction core: register client: %w", a.err))
+			continue
+		}
+		c.track(&cl.end, coreClientEvents)
 	}
 }
 
@@ -248,8 +312,8 @@ func (s *Session) adoptCore(ctx context.Context) bool {
 	s.parkedDeep = true
 	s.shedIdleLocked(ps) // as a park; the rewriter comes back in clientBytes
 	s.state.Store(StateIdle)
-	// Last: from the post on, the loop may run the session.
-	if !c.post(corePost{kind: postAdd, cl: cl}) {
+	// Last: from the add on, the loop may run the session.
+	if !c.add(cl) {
 		// The core has stopped (shutdown): the session ends.
 		go s.end(errCoreClosed)
 	}
@@ -266,6 +330,7 @@ func (s *Session) killCoreLocked(cl *coreClient, code, msg string) {
 }
 
 func (c *Core) dispatch(events []unix.EpollEvent) bool {
+	c.takeAdds()
 	c.batch = c.batch[:0]
 	for i := range events {
 		var e *coreEnd
@@ -310,15 +375,6 @@ func (c *Core) woken() bool {
 				c.dropPost(q)
 			}
 			return false
-		case postAdd:
-			if p.cl.gone {
-				continue // killed before the loop saw it
-			}
-			c.clients[p.cl] = struct{}{}
-			if !c.register(&p.cl.end, unix.EPOLLIN|unix.EPOLLRDHUP) {
-				c.failed(p.cl.s, "register_client")
-				c.endClient(p.cl, errors.New("transaction core: register client"))
-			}
 		case postSentinel:
 			c.sentinelBack(p)
 		case postCancel:
@@ -337,6 +393,17 @@ func (c *Core) woken() bool {
 }
 
 func (c *Core) register(e *coreEnd, interest uint32) bool {
+	c.track(e, interest)
+	err := c.set.Ctl(unix.EPOLL_CTL_ADD, e.fd, interest)
+	if errors.Is(err, unix.EEXIST) {
+		err = c.set.Ctl(unix.EPOLL_CTL_MOD, e.fd, interest)
+	}
+	return err == nil
+}
+
+// track puts e in the loop's table of the set's sockets (ends), for a
+// registration with interest made or about to be made.
+func (c *Core) track(e *coreEnd, interest uint32) {
 	if e.fd >= len(c.ends) {
 		grown := make([]*coreEnd, max(e.fd+1, 2*len(c.ends), 64))
 		copy(grown, c.ends)
@@ -349,11 +416,6 @@ func (c *Core) register(e *coreEnd, interest uint32) bool {
 	}
 	c.ends[e.fd] = e
 	e.interest = interest
-	err := c.set.Ctl(unix.EPOLL_CTL_ADD, e.fd, interest)
-	if errors.Is(err, unix.EEXIST) {
-		err = c.set.Ctl(unix.EPOLL_CTL_MOD, e.fd, interest)
-	}
-	return err == nil
 }
 
 func (c *Core) unregister(e *coreEnd) {

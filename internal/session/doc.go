@@ -59,7 +59,10 @@
 // waiting allowed (query_wait_timeout 0), it
 // hands back to a goroutine (resumeFromCore) with the bytes it read, at a
 // point where the server is between messages; the session comes back at
-// its next idle point. Kill and Migrate post to the loop.
+// its next idle point. The goroutine that adopts a session puts its socket
+// in the loop's set itself and leaves the session for the loop to take
+// before its next batch (Core.add), so an adoption does not wake the loop;
+// Kill and Migrate post to the loop and wake it.
 //
 // In transaction mode with prepared_statements a rewriter (rewriter.go)
 // sits on both directions: Client renames the client's statements for the
