@@ -201,13 +201,23 @@ func (c *Core) add(cl *coreClient) bool {
 // takeAdds makes the clients add left the loop's, before a batch.
 func (c *Core) takeAdds() {
 	c.mu.Lock()
+	adds := c.swapAddsLocked()
+	c.mu.Unlock()
+	c.trackAdds(adds)
+}
+
+// swapAddsLocked takes adds, under mu.
+func (c *Core) swapAddsLocked() []coreAdd {
 	adds := c.adds
 	if len(adds) == 0 {
-		c.mu.Unlock()
-		return
+		return nil
 	}
 	c.adds, c.spare = c.spare[:0], adds
-	c.mu.Unlock()
+	return adds
+}
+
+// trackAdds makes adds the loop's clients, their sockets in ends.
+func (c *Core) trackAdds(adds []coreAdd) {
 	for i, a := range adds {
 		adds[i] = coreAdd{}
 		cl := a.cl
@@ -361,13 +371,16 @@ func (c *Core) dispatch(events []unix.EpollEvent) bool {
 	return true
 }
 
-// woken takes the posts; false ends the loop.
+// woken takes the posts; false ends the loop. The adds come with them,
+// first: a post about a session (Kill, Migrate) comes after its add.
 func (c *Core) woken() bool {
 	c.set.DrainWake()
 	c.mu.Lock()
 	posts := c.posts
 	c.posts = nil
+	adds := c.swapAddsLocked()
 	c.mu.Unlock()
+	c.trackAdds(adds)
 	for i, p := range posts {
 		switch p.kind {
 		case postClose:

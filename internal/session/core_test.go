@@ -21,6 +21,7 @@ import (
 
 	"github.com/doorman-go/doorman/internal/app/apptest"
 	"github.com/doorman-go/doorman/internal/protocol"
+	"github.com/doorman-go/doorman/internal/session"
 )
 
 // The transaction core (general.transaction_loop) is tested here by what
@@ -296,4 +297,56 @@ func TestCoreNoWaitHandsBack(t *testing.T) {
 	require.Contains(t, err.Error(), "query_wait_timeout")
 	require.Equal(t, 1.0, tlMetric(t, d, "pg_doorman_transaction_core_handbacks_total", "reason", "no_wait"))
 	require.NoError(t, tx.Commit(ctx))
+}
+
+// TestCoreKillRightAfterAdoption: the core takes an adopted client without
+// being woken (Core.add), so a Kill that comes at once after the login may
+// reach the loop before any event of the client's socket. Each such client
+// gets its FATAL error and its end, while another client keeps the loop
+// busy with transactions, and nothing is left behind.
+func TestCoreKillRightAfterAdoption(t *testing.T) {
+	d := startCore(t, "transaction", 2)
+	ctx := context.Background()
+	busy := connect(t, d.DSN("app", "app-secret", "appdb"))
+	stop := make(chan struct{})
+	busyErr := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				busyErr <- nil
+				return
+			default:
+			}
+			if _, err := busy.Exec(ctx, "SELECT 1"); err != nil {
+				busyErr <- err
+				return
+			}
+		}
+	}()
+	for i := 0; i < 30; i++ {
+		c := hmRaw(t, d)
+		var s *session.Session
+		require.Eventually(t, func() bool {
+			for _, x := range d.Daemon.Clients.List() {
+				if x.RemoteAddr.String() == c.LocalAddr().String() && x.Parked() {
+					s = x
+					return true
+				}
+			}
+			return false
+		}, 5*time.Second, time.Millisecond, "client %d adopted", i)
+		s.Kill("58006", "pooler is shut down now")
+		er, rfq := hmReadError(t, c, 5*time.Second)
+		require.False(t, rfq)
+		require.NotNil(t, er, "client %d got an error before the end", i)
+		require.Equal(t, "FATAL", er.Severity)
+		require.Equal(t, "58006", er.Code)
+	}
+	close(stop)
+	require.NoError(t, <-busyErr, "the busy client's transactions")
+	require.Eventually(t, func() bool { return d.Daemon.Clients.Len() == 1 }, 5*time.Second, 10*time.Millisecond)
+	var one int
+	require.NoError(t, busy.QueryRow(ctx, "SELECT 1").Scan(&one))
+	require.Equal(t, 1, one)
 }
