@@ -71,6 +71,9 @@ type cluster struct {
 	// doubted is the leader last found unconfirmed, and since when.
 	doubted      string
 	doubtedSince time.Time
+	// memberSeries: the role and state pairs of the members gauge set by
+	// the last apply (setMembers).
+	memberSeries map[memberKey]struct{}
 }
 
 func newCluster(e *env, name string) *cluster {
@@ -340,10 +343,7 @@ func (c *cluster) apply(r *watchRun, top *patroni.Topology, v leaderVerdict) {
 	}
 	m := c.env.metrics
 	m.Updates.WithLabelValues(c.name).Inc()
-	m.Members.DeletePartialMatch(map[string]string{"cluster": c.name})
-	for _, mem := range top.Cluster.Members {
-		m.Members.WithLabelValues(c.name, string(mem.Role), string(mem.State)).Inc()
-	}
+	c.memberSeries = setMembers(m.Members, c.name, c.memberSeries, top.Cluster.Members)
 	m.Leaders.WithLabelValues(c.name).Set(float64(len(top.Cluster.Leaders())))
 	m.TopologyAge.WithLabelValues(c.name).Set(0)
 	m.TopologyStale.WithLabelValues(c.name).Set(0)

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/doorman-go/doorman/internal/patroni"
 )
 
 // Metrics are the proxy's Prometheus series. NewMetrics registers them on
@@ -70,4 +72,30 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.ReloadSuccessful, m.ReloadSuccessTime)
 	return m
+}
+
+// memberKey is a role and state pair of the members gauge.
+type memberKey struct{ role, state string }
+
+// setMembers sets the members gauge of cluster to the counts of members
+// by role and state, and deletes the pairs of prev (the last call's
+// result, which it returns) that are gone. A pair present before and
+// after is set, never deleted and counted up again, so a scrape during an
+// update never misses it.
+func setMembers(v *prometheus.GaugeVec, cluster string, prev map[memberKey]struct{}, members []patroni.Member) map[memberKey]struct{} {
+	counts := make(map[memberKey]int, len(prev))
+	for _, mem := range members {
+		counts[memberKey{string(mem.Role), string(mem.State)}]++
+	}
+	for k := range prev {
+		if _, ok := counts[k]; !ok {
+			v.DeleteLabelValues(cluster, k.role, k.state)
+		}
+	}
+	now := make(map[memberKey]struct{}, len(counts))
+	for k, n := range counts {
+		v.WithLabelValues(cluster, k.role, k.state).Set(float64(n))
+		now[k] = struct{}{}
+	}
+	return now
 }
