@@ -71,9 +71,9 @@ type cluster struct {
 	// doubted is the leader last found unconfirmed, and since when.
 	doubted      string
 	doubtedSince time.Time
-	// memberSeries: the role and state pairs of the members gauge set by
-	// the last apply (setMembers).
-	memberSeries map[memberKey]struct{}
+	// memberSeries: the members gauge's counts by role and state as the
+	// last apply set them (setMembers).
+	memberSeries map[memberKey]int
 }
 
 func newCluster(e *env, name string) *cluster {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/doorman-go/doorman/internal/rawio"
 )
 
 // tcpPair returns both ends of a loopback TCP connection.
@@ -98,7 +100,7 @@ func TestForwardCut(t *testing.T) {
 	// buffers and waits. Cut once the server's receive queue holds the
 	// first 64 KiB: the pump is forwarding into a socket nobody reads.
 	go func() { _, _ = f.client.Write(make([]byte, 8<<20)) }()
-	require.Eventually(t, func() bool { return unread(t, f.server) >= 64<<10 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return rawio.InputQueued(f.server) >= 64<<10 }, 10*time.Second, time.Millisecond)
 	close(f.cut)
 	select {
 	case wasCut := <-f.done:

@@ -82,7 +82,7 @@ type memberKey struct{ role, state string }
 // result, which it returns) that are gone. A pair present before and
 // after is set, never deleted and counted up again, so a scrape during an
 // update never misses it.
-func setMembers(v *prometheus.GaugeVec, cluster string, prev map[memberKey]struct{}, members []patroni.Member) map[memberKey]struct{} {
+func setMembers(v *prometheus.GaugeVec, cluster string, prev map[memberKey]int, members []patroni.Member) map[memberKey]int {
 	counts := make(map[memberKey]int, len(prev))
 	for _, mem := range members {
 		counts[memberKey{string(mem.Role), string(mem.State)}]++
@@ -92,10 +92,8 @@ func setMembers(v *prometheus.GaugeVec, cluster string, prev map[memberKey]struc
 			v.DeleteLabelValues(cluster, k.role, k.state)
 		}
 	}
-	now := make(map[memberKey]struct{}, len(counts))
 	for k, n := range counts {
 		v.WithLabelValues(cluster, k.role, k.state).Set(float64(n))
-		now[k] = struct{}{}
 	}
-	return now
+	return counts
 }

@@ -34,7 +34,7 @@ func TestSetMembers(t *testing.T) {
 	v := NewMetrics(reg).Members
 	other := v.WithLabelValues("other", "leader", "running")
 	other.Set(1)
-	var prev map[memberKey]struct{}
+	var prev map[memberKey]int
 	for _, st := range steps {
 		prev = setMembers(v, "c", prev, st.members)
 		require.Len(t, prev, len(st.want), st.name)

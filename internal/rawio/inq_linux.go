@@ -1,19 +1,10 @@
 package rawio
 
 import (
-	"net"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
-
-// InputQueued is the number of bytes in nc's receive queue not read yet
-// (TIOCINQ), as a raw call; 0 when nc has no socket or the call fails.
-func InputQueued(nc net.Conn) int {
-	n := 0
-	_ = Control(nc, func(fd uintptr) { n = inputQueued(fd) })
-	return n
-}
 
 // inputQueuedSupported: WriteAwaitInput can look at the receive queue.
 const inputQueuedSupported = true

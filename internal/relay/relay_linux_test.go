@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
+
+	"github.com/doorman-go/doorman/internal/rawio"
 )
 
 const waitFor = 10 * time.Second
@@ -260,16 +261,6 @@ func TestRelayServerEnded(t *testing.T) {
 	})
 }
 
-// unread is how many bytes c's receive queue holds (TIOCINQ).
-func unread(t testing.TB, c *net.TCPConn) int {
-	t.Helper()
-	raw, err := c.SyscallConn()
-	require.NoError(t, err)
-	var n int
-	require.NoError(t, raw.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }))
-	return n
-}
-
 // TestRelayCutWhileBlocked: a server that never reads fills the sockets;
 // the pair holds one read's worth for it and stops reading the client (the
 // client's writes then wait), and Cut ends it at once.
@@ -281,12 +272,12 @@ func TestRelayCutWhileBlocked(t *testing.T) {
 		n, _ := io.Copy(f.client, io.LimitReader(zeros{}, 64<<20))
 		wrote <- n
 	}()
-	require.Eventually(t, func() bool { return unread(t, f.server) >= 64<<10 }, waitFor, time.Millisecond)
+	require.Eventually(t, func() bool { return rawio.InputQueued(f.server) >= 64<<10 }, waitFor, time.Millisecond)
 	// The client's writes stop: socket buffers and one pending read hold
 	// everything in flight, not the 64 MiB.
 	var last int
 	require.Eventually(t, func() bool {
-		n := unread(t, f.server)
+		n := rawio.InputQueued(f.server)
 		same := n == last
 		last = n
 		return same
@@ -334,7 +325,7 @@ func TestRelayClientNeverReads(t *testing.T) {
 	go func() { _, _ = f.server.Write(want) }()
 	var last int
 	require.Eventually(t, func() bool {
-		n := unread(t, f.client)
+		n := rawio.InputQueued(f.client)
 		same := n > 0 && n == last
 		last = n
 		return same

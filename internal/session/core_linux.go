@@ -167,73 +167,6 @@ func (c *Core) dropPost(p corePost) {
 	}
 }
 
-// coreClientEvents is what the set waits for on an idle client.
-const coreClientEvents = unix.EPOLLIN | unix.EPOLLRDHUP
-
-// coreAdd is an adopted client whose socket add put in the set, with
-// what that registration returned.
-type coreAdd struct {
-	cl  *coreClient
-	err error
-}
-
-// add hands an adopted client to the loop without waking it: its socket
-// goes into the set here, and the loop takes the client (takeAdds) before
-// it looks at the next batch, which holds the socket's first event. The
-// registration and the append are one critical section under mu, and the
-// loop takes adds under mu after its epoll_wait has returned: a batch
-// with an event of the socket finds the client in adds. False when the
-// loop has ended.
-func (c *Core) add(cl *coreClient) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.noAdds || c.stopped {
-		return false
-	}
-	err := c.set.Ctl(unix.EPOLL_CTL_ADD, cl.end.fd, coreClientEvents)
-	if errors.Is(err, unix.EEXIST) {
-		err = c.set.Ctl(unix.EPOLL_CTL_MOD, cl.end.fd, coreClientEvents)
-	}
-	c.adds = append(c.adds, coreAdd{cl: cl, err: err})
-	return true
-}
-
-// takeAdds makes the clients add left the loop's, before a batch.
-func (c *Core) takeAdds() {
-	c.mu.Lock()
-	adds := c.swapAddsLocked()
-	c.mu.Unlock()
-	c.trackAdds(adds)
-}
-
-// swapAddsLocked takes adds, under mu.
-func (c *Core) swapAddsLocked() []coreAdd {
-	adds := c.adds
-	if len(adds) == 0 {
-		return nil
-	}
-	c.adds, c.spare = c.spare[:0], adds
-	return adds
-}
-
-// trackAdds makes adds the loop's clients, their sockets in ends.
-func (c *Core) trackAdds(adds []coreAdd) {
-	for i, a := range adds {
-		adds[i] = coreAdd{}
-		cl := a.cl
-		if cl.gone {
-			continue
-		}
-		c.clients[cl] = struct{}{}
-		if a.err != nil {
-			c.failed(cl.s, "register_client")
-			c.endClient(cl, fmt.Errorf("transaction core: register client: %w", a.err))
-			continue
-		}
-		c.track(&cl.end, coreClientEvents)
-	}
-}
-
 // coreEnd is one socket in the set.
 type coreEnd struct {
 	fd       int
@@ -291,47 +224,6 @@ type coreServer struct {
 	cl  *coreClient
 	sp  *protocol.Splitter
 }
-
-// adoptCore hands the idle session to the core and reports whether it
-// did; the goroutine that ran it then returns errParked and touches
-// nothing more. Under the same conditions as a deep park, and only where
-// the core runs everything the session may do next: plaintext, transaction
-// mode, plaintext servers.
-func (s *Session) adoptCore(ctx context.Context) bool {
-	c := s.env.Core
-	if c == nil || s.tls != nil || s.Admin || !s.transactionMode() || s.crd.Buffered() > 0 || s.skipToSync || s.migrating.Load() {
-		return false
-	}
-	if _, tls := c.tlsPools.Load(s.pool); tls {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.killed || s.srv != nil || s.migrateTo != nil {
-		return false
-	}
-	fd, err := rawio.DupFD(s.raw)
-	if err != nil {
-		return false
-	}
-	ps := &coreSocket{parkedSocket: parkedSocket{fd: fd}}
-	cl := &coreClient{s: s, ctx: ctx, ps: ps}
-	ps.cl = cl
-	cl.end = coreEnd{fd: ps.fd, cl: cl}
-	_ = s.raw.Close() // the dup holds the socket open
-	s.parkedDeep = true
-	s.shedIdleLocked(ps) // as a park; the rewriter comes back in clientBytes
-	s.state.Store(StateIdle)
-	// Last: from the add on, the loop may run the session.
-	if !c.add(cl) {
-		// The core has stopped (shutdown): the session ends.
-		go s.end(errCoreClosed)
-	}
-	return true
-}
-
-// errCoreClosed ends a session the stopped core could not take.
-var errCoreClosed = errors.New("transaction core closed")
 
 // killCoreLocked is Kill for a session the core owns, under s.mu.
 func (s *Session) killCoreLocked(cl *coreClient, code, msg string) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/doorman-go/doorman/internal/protocol"
+	"github.com/doorman-go/doorman/internal/rawio"
 )
 
 // readStartup handles SSLRequest (TLS when configured, else 'N'),
@@ -183,3 +184,10 @@ read:
 	}
 	_, _ = nc.Write(protocol.AppendError(nil, "FATAL", code, msg))
 }
+
+// unreadInput reports whether the client has sent bytes not read yet (the
+// kernel's receive queue, TIOCINQ): what PostgreSQL's pq_buffer_has_data
+// checks after answering an SSLRequest or GSSENCRequest. Off Linux it is
+// false, and pipelined bytes after an SSLRequest are read as the next
+// packet.
+func unreadInput(nc net.Conn) bool { return rawio.InputQueued(nc) > 0 }
