@@ -245,9 +245,6 @@ func (p *txPool) readClient(c *txClient) bool {
 		return false
 	}
 	b := p.buf[:n]
-	if n == len(p.buf) {
-		p.set.More()
-	}
 	r := c.end.scan.feed(b)
 	if r.bad {
 		p.endClient(c, false)
@@ -313,9 +310,6 @@ func (p *txPool) readServer(s *txServer) bool {
 		return false
 	}
 	b := p.buf[:n]
-	if n == len(p.buf) {
-		p.set.More()
-	}
 	r := s.end.scan.feed(b)
 	if r.bad {
 		p.endServer(s)
@@ -528,9 +522,6 @@ func (p *txPool) setInterest(e *txEnd, want uint32) {
 		return
 	}
 	e.interest = want
-	// A socket readable again is looked at before the loop waits: level
-	// triggering queues it, but the netpoller may not be told.
-	p.set.More()
 	_ = p.set.Ctl(unix.EPOLL_CTL_MOD, e.fd, want)
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -22,9 +23,13 @@ import (
 //
 // The members are meant to be level-triggered; the set itself is
 // edge-triggered in the netpoller, which fires only when the set's ready
-// list becomes non-empty. A member left ready after a batch (a read that
-// filled the buffer, an interest just widened) may be queued without such
-// an edge, so serve calls More and Run looks once more before it waits.
+// list becomes non-empty. Run therefore waits only after a look that found
+// nothing: a member left ready after a batch (a read that filled the
+// buffer, an interest just widened) is in the next look, as is whatever
+// became ready while serve ran, which a busy loop finds there without a
+// park and a netpoller wake-up (docs/benchmarks.md, "Twenty-seventh
+// pass"). A loop that never finds the set empty yields its P every
+// yieldEvery batches, so that goroutines queued behind it run.
 //
 // Run's goroutine owns the batch; Ctl may be called from it, before Run
 // starts, or by an owner that orders its calls before Close itself. The
@@ -35,7 +40,6 @@ type PolledEpoll struct {
 	file   *os.File // fd, registered with the netpoller
 	events []unix.EpollEvent
 	serve  func(events []unix.EpollEvent) bool
-	more   bool
 	pollFn func(uintptr) bool
 
 	// closeMu orders Wake against Close: a Wake that comes late (its
@@ -123,10 +127,6 @@ func (p *PolledEpoll) DrainWake() {
 	_, _, _ = syscall.RawSyscall(syscall.SYS_READ, uintptr(p.wakeFD), uintptr(unsafe.Pointer(&b[0])), 8)
 }
 
-// More makes Run take one more batch before it waits (see the type's
-// comment).
-func (p *PolledEpoll) More() { p.more = true }
-
 // Run serves batches until serve returns false (Run returns nil) or the
 // set fails (the error). The set stays open until Close.
 func (p *PolledEpoll) Run() error {
@@ -157,10 +157,14 @@ func (p *PolledEpoll) Close() error {
 	return nil
 }
 
-// poll takes batches with EpollWait0 until one comes back short and left
-// nothing behind, then lets the netpoller wait (false); true ends Run.
+// yieldEvery is how many batches in a row poll serves before it yields
+// the P (runtime.Gosched) to the goroutines queued behind it.
+const yieldEvery = 32
+
+// poll serves batches until a look finds the set empty, then lets the
+// netpoller wait (false); true ends Run.
 func (p *PolledEpoll) poll(fd uintptr) bool {
-	for {
+	for served := 1; ; served++ {
 		n, err := EpollWait0(int(fd), p.events)
 		if errors.Is(err, unix.EINTR) {
 			continue
@@ -169,12 +173,14 @@ func (p *PolledEpoll) poll(fd uintptr) bool {
 			p.err = fmt.Errorf("epoll_wait: %w", err)
 			return true
 		}
-		p.more = false
+		if n == 0 {
+			return false
+		}
 		if !p.serve(p.events[:n]) {
 			return true
 		}
-		if n < len(p.events) && !p.more {
-			return false
+		if served%yieldEvery == 0 {
+			runtime.Gosched()
 		}
 	}
 }

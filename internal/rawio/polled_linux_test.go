@@ -1,6 +1,7 @@
 package rawio
 
 import (
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,45 +11,31 @@ import (
 )
 
 // TestPolledEpoll: Wake reaches serve as the eventfd's event, a member
-// left readable is served again after More until it is drained, More
-// brings a batch even when nothing is queued, serve's false ends Run, and
-// Close closes the set.
+// left readable is served again until it is drained, serve's false ends
+// Run, and Close closes the set.
 func TestPolledEpoll(t *testing.T) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	require.NoError(t, err)
 	defer unix.Close(fds[1])
 	var (
-		p       *PolledEpoll
-		woken   = make(chan struct{}, 4)
-		read    = make(chan byte, 16)
-		extra   int64        // the batch that called More after the first Wake
-		batches atomic.Int64 // counted on Run's goroutine
-		after   = make(chan int64, 1)
+		p     *PolledEpoll
+		woken = make(chan struct{}, 4)
+		read  = make(chan byte, 16)
 	)
 	serve := func(events []unix.EpollEvent) bool {
-		n := batches.Add(1)
-		if extra != 0 && n == extra+1 {
-			after <- n // the batch More asked for
-		}
 		for _, ev := range events {
 			switch {
 			case p.IsWake(ev.Fd):
 				p.DrainWake()
 				woken <- struct{}{}
-				if extra == 0 {
-					extra = n
-					p.More() // one more batch, though nothing is queued
-				} else {
-					return false
-				}
+				return false
 			case int(ev.Fd) == fds[0]:
 				// One byte a batch: the member stays ready, which a
 				// level-triggered member does without a new edge for
-				// the netpoller, so serve says More.
+				// the netpoller.
 				var b [1]byte
 				if n, e := ReadFD(uintptr(fds[0]), b[:]); e == 0 && n == 1 {
 					read <- b[0]
-					p.More()
 				}
 			}
 		}
@@ -74,13 +61,6 @@ func TestPolledEpoll(t *testing.T) {
 	p.Wake()
 	<-woken
 	select {
-	case <-after:
-	case <-time.After(5 * time.Second):
-		t.Fatal("More brought no batch")
-	}
-	p.Wake()
-	<-woken
-	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not end when serve said false")
@@ -90,6 +70,104 @@ func TestPolledEpoll(t *testing.T) {
 	require.ErrorIs(t, unix.Close(p.fd), unix.EBADF, "Close closes the set")
 	require.NoError(t, p.Close(), "a second Close does nothing")
 	require.NoError(t, unix.Close(fds[0]))
+}
+
+// TestPolledEpollNoParkWhileBusy: what becomes ready while serve runs is
+// served in the same wake-up, without a park and a netpoller round trip;
+// Run waits again once a look finds nothing.
+func TestPolledEpollNoParkWhileBusy(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	const rounds = 50
+	var (
+		p      *PolledEpoll
+		served int
+		polls  atomic.Int64 // netpoller wake-ups, and the first look
+		parked = make(chan int64, 1)
+		done   = make(chan struct{})
+	)
+	serve := func(events []unix.EpollEvent) bool {
+		for _, ev := range events {
+			if p.IsWake(ev.Fd) {
+				p.DrainWake()
+				return false
+			}
+			var b [1]byte
+			if n, e := ReadFD(uintptr(fds[0]), b[:]); e != 0 || n != 1 {
+				continue
+			}
+			served++
+			if served < rounds {
+				// The next one is ready before serve returns, as a
+				// busy peer's answer would be.
+				_, _ = unix.Write(fds[1], b[:])
+			} else {
+				parked <- polls.Load()
+			}
+		}
+		return true
+	}
+	p, err = NewPolledEpoll(8, serve)
+	require.NoError(t, err)
+	defer p.Close()
+	inner := p.pollFn
+	p.pollFn = func(fd uintptr) bool { polls.Add(1); return inner(fd) }
+	require.NoError(t, p.Ctl(unix.EPOLL_CTL_ADD, fds[0], unix.EPOLLIN))
+	go func() { defer close(done); _ = p.Run() }()
+	// Run's first look may come before the first byte: one wake-up more.
+	_, err = unix.Write(fds[1], []byte{1})
+	require.NoError(t, err)
+	select {
+	case n := <-parked:
+		require.LessOrEqual(t, n, int64(2), "%d rounds took %d wake-ups", rounds, n)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the rounds were not served")
+	}
+	// Nothing is ready now: Run waits, and a Wake brings it back.
+	p.Wake()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not come back for the Wake")
+	}
+	require.Equal(t, rounds, served)
+}
+
+// TestPolledEpollYields: a loop whose set is never empty still lets the
+// goroutines queued behind it run, every yieldEvery batches, even on one P.
+func TestPolledEpollYields(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	_, err = unix.Write(fds[1], []byte{1}) // never read: always ready
+	require.NoError(t, err)
+	var (
+		p       *PolledEpoll
+		batches atomic.Int64
+		started = make(chan struct{})
+		stop    atomic.Bool
+	)
+	serve := func([]unix.EpollEvent) bool {
+		if batches.Add(1) == 1 {
+			close(started) // the test's goroutine is runnable from here on
+		}
+		return !stop.Load()
+	}
+	p, err = NewPolledEpoll(8, serve)
+	require.NoError(t, err)
+	defer p.Close()
+	require.NoError(t, p.Ctl(unix.EPOLL_CTL_ADD, fds[0], unix.EPOLLIN))
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Run() }()
+	<-started
+	n := batches.Load()
+	stop.Store(true)
+	<-done
+	require.LessOrEqual(t, n, int64(yieldEvery+1), "the goroutine behind the loop ran only after %d batches", n)
 }
 
 // TestPolledEpollWakeAfterClose: a Wake that comes after Close (a caller

@@ -107,11 +107,10 @@ func (p *Pair) handle(l *loop, side int, events uint32) bool {
 		return false
 	case n == 0:
 		return p.gotEOF(l, side)
-	case n == len(l.buf), events&(unix.EPOLLRDHUP|unix.EPOLLHUP) != 0:
-		// The socket may hold more: the rest of a full read, or the end
-		// of file after these bytes, which wakes nobody again.
-		l.set.More()
 	}
+	// The socket may hold more (the rest of a full read, or the end of
+	// file after these bytes): the set is level-triggered, and the loop
+	// looks again before it waits.
 	return p.write(l, other, l.buf[:n])
 }
 
@@ -228,7 +227,6 @@ func (p *Pair) update(l *loop) bool {
 			return false
 		}
 		p.interest[side], p.out[side] = ev, false
-		l.set.More()
 	}
 	return true
 }

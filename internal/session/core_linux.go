@@ -377,11 +377,8 @@ func (c *Core) readClient(cl *coreClient) bool {
 		c.clientLost(cl)
 		return false
 	}
-	if n == len(c.buf) {
-		// More may wait: the set is level-triggered, but the netpoller
-		// waits for it edge-triggered, so the loop looks again first.
-		c.set.More()
-	}
+	// A full read may leave more behind: the set is level-triggered, so
+	// the loop's next look finds the socket again.
 	return c.clientBytes(cl, c.buf[:n])
 }
 
@@ -571,9 +568,6 @@ func (c *Core) readServer(cs *coreServer) bool {
 	if errno != 0 || n == 0 {
 		c.serverFailed(cs, errors.New("server closed the connection"))
 		return false
-	}
-	if n == len(c.buf) {
-		c.set.More()
 	}
 	data := c.buf[:n]
 	s := cl.s
@@ -836,7 +830,6 @@ func (c *Core) setInterest(e *coreEnd, want uint32) {
 		return
 	}
 	e.interest = want
-	c.set.More()
 	_ = c.set.Ctl(unix.EPOLL_CTL_MOD, e.fd, want)
 }
 
