@@ -262,22 +262,29 @@ func (p *Pool[T]) AcquireWaited(ctx context.Context, b Bounds) (c *Conn[T], wait
 // TryAcquire returns an idle connection without waiting, or nil when none
 // is free or clients are already queued (they come first). It is the hot
 // path: no timer, no context allocation.
-func (p *Pool[T]) TryAcquire(ctx context.Context) *Conn[T] { return p.tryIdle(ctx, true) }
+func (p *Pool[T]) TryAcquire(ctx context.Context) *Conn[T] { return p.tryIdle(ctx, true, time.Time{}) }
 
 // TryAcquireNoProbe is TryAcquire for a caller that must not wait on a
 // server (an event loop): when the idle connection it would take has to
 // be probed first (IdleCheckTimeout), it leaves it idle and returns nil,
-// and an Acquire in a goroutine of the caller's probes it.
-func (p *Pool[T]) TryAcquireNoProbe(ctx context.Context) *Conn[T] { return p.tryIdle(ctx, false) }
+// and an Acquire in a goroutine of the caller's probes it. now is the
+// caller's reading of the pool's clock (Options.Now), which an event loop
+// takes once per batch of events.
+func (p *Pool[T]) TryAcquireNoProbe(ctx context.Context, now time.Time) *Conn[T] {
+	return p.tryIdle(ctx, false, now)
+}
 
-func (p *Pool[T]) tryIdle(ctx context.Context, probe bool) *Conn[T] {
+// tryIdle: now zero reads the pool's clock.
+func (p *Pool[T]) tryIdle(ctx context.Context, probe bool, now time.Time) *Conn[T] {
+	if now.IsZero() {
+		now = p.now()
+	}
 	for {
 		p.mu.Lock()
 		if p.closed || p.paused || p.waiters.Len() > 0 {
 			p.mu.Unlock()
 			return nil
 		}
-		now := p.now()
 		if !probe && len(p.idle) > 0 && p.needsProbe(p.nextIdleLocked(), now) {
 			p.mu.Unlock()
 			return nil
@@ -603,7 +610,11 @@ func (p *Pool[T]) popWaiterLocked() *waiter[T] {
 // Release hands a healthy, clean connection back: to the oldest waiter if
 // there is one, otherwise to the idle set. It reports a backlog: a waiter
 // got c and more clients still wait.
-func (p *Pool[T]) Release(c *Conn[T]) (backlog bool) { return p.release(c, true) }
+func (p *Pool[T]) Release(c *Conn[T]) (backlog bool) { return p.release(c, true, p.now()) }
+
+// ReleaseAt is Release with the caller's reading of the pool's clock
+// (TryAcquireNoProbe).
+func (p *Pool[T]) ReleaseAt(c *Conn[T], now time.Time) (backlog bool) { return p.release(c, true, now) }
 
 // Reuse is for a caller that queues clients of its own (an event loop) and
 // has c back from one of them: it reports true when c may go straight on
@@ -621,7 +632,7 @@ func (p *Pool[T]) Reuse(c *Conn[T], ours int) bool {
 	now := p.now()
 	if p.closed || p.paused || c.epoch != p.epoch || c.lifetimeExceeded(now) || p.total > p.cfg.MaxSize || p.waiters.Len() > ours {
 		p.mu.Unlock()
-		p.release(c, true)
+		p.release(c, true, now)
 		return false
 	}
 	c.returnedAt = now
@@ -632,13 +643,12 @@ func (p *Pool[T]) Reuse(c *Conn[T], ours int) bool {
 	return true
 }
 
-func (p *Pool[T]) release(c *Conn[T], served bool) (backlog bool) {
+func (p *Pool[T]) release(c *Conn[T], served bool, now time.Time) (backlog bool) {
 	p.mu.Lock()
 	if c.state != stateBusy || c.pool != p {
 		p.mu.Unlock()
 		panic("BUG: pool: release of a connection that is not checked out")
 	}
-	now := p.now()
 	c.returnedAt = now
 	if served {
 		c.used = true

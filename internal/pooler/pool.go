@@ -201,6 +201,16 @@ func (p *Pool) Release(c *Conn) (backlog bool) {
 	return p.conns.Release(c)
 }
 
+// ReleaseAt is Release with the caller's reading of the clock (an event
+// loop's, taken once per batch).
+func (p *Pool) ReleaseAt(c *Conn, now time.Time) (backlog bool) {
+	if c.Value.Broken {
+		p.Destroy(c)
+		return false
+	}
+	return p.conns.ReleaseAt(c, now)
+}
+
 // Destroy closes a connection that must not be reused. It is also a sign
 // that the server may have changed (a shutdown for a demotion ends every
 // session), so the next login reads the ParameterStatus set from a server

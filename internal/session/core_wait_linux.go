@@ -46,7 +46,7 @@ func (c *Core) acquire(cl *coreClient) lendResult {
 	p := s.pool
 	s.state.Store(StateWaiting)
 	p.Stats.ClientsActive.Add(1)
-	if pc := p.Conns().TryAcquireNoProbe(cl.ctx); pc != nil {
+	if pc := p.Conns().TryAcquireNoProbe(cl.ctx, c.now); pc != nil {
 		p.Stats.WaitCount.Add(1)
 		return c.lend(cl, pc)
 	}
@@ -200,7 +200,7 @@ func (c *Core) sentinelBack(p corePost) {
 func (c *Core) handOn(p *pooler.Pool, pc *pooler.Conn) {
 	q := c.queues[p]
 	if q == nil || len(q.clients) == 0 {
-		p.Release(pc)
+		p.ReleaseAt(pc, c.now)
 		return
 	}
 	if !p.Conns().Reuse(pc, len(q.sentinels)) {
@@ -235,8 +235,9 @@ func (c *Core) canceled(cl *coreClient) {
 	c.handBack(cl, held, func(s *Session) error { return s.answerCanceledHeld() }, whyCanceled)
 }
 
-// clock is the loop's clock: time since the core started (monotonic).
-func (c *Core) clock() time.Duration { return time.Since(c.started) }
+// clock is the loop's clock: time since the core started (monotonic), as
+// read for the batch.
+func (c *Core) clock() time.Duration { return c.now.Sub(c.started) }
 
 // armTimer makes the loop look at its queues by at (on its clock).
 func (c *Core) armTimer(at time.Duration) {
@@ -325,6 +326,6 @@ func (c *Core) lend(cl *coreClient, pc *pooler.Conn) lendResult {
 		c.endClient(cl, err)
 		return ended
 	}
-	s.bindServer(pc)
+	s.bindServer(pc, c.now)
 	return lent
 }

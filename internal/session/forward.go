@@ -446,7 +446,7 @@ func (s *Session) forward(ctx context.Context, typ byte, f protocol.Frame, sbuf 
 		}
 		s.mu.Lock()
 	}
-	s.accountLocked(typ)
+	s.accountLocked(typ, time.Time{})
 	if f != nil {
 		*sbuf = s.rw.Client(srv.Value, f, *sbuf)
 	} else if s.rewriting() && expectsAnswer(typ) {
@@ -475,11 +475,13 @@ func (s *Session) wakeIfFakeDue(srv *pooler.Conn) {
 	}
 }
 
-func (s *Session) accountLocked(typ byte) {
+// accountLocked counts a client message on its way to the server: a
+// query starts at at (zero: now) when none is pending.
+func (s *Session) accountLocked(typ byte, at time.Time) {
 	switch typ {
 	case protocol.MsgQuery, protocol.MsgSync, protocol.MsgFunctionCall:
 		if s.pending == 0 {
-			s.queryStart = time.Since(s.ConnectedAt)
+			s.queryStart = s.sinceConnected(at)
 		}
 		s.pending++
 		s.partial = false

@@ -87,7 +87,7 @@ func (s *Session) attach(ctx context.Context, sbuf *[]byte) (*pooler.Conn, error
 		s.pool.Stats.ClientsActive.Add(-1)
 		return nil, err
 	}
-	s.bindServer(c)
+	s.bindServer(c, time.Time{})
 	return c, nil
 }
 
@@ -127,15 +127,25 @@ func classifyWait(queued bool, wait time.Duration) acquireWait {
 	return waitNone
 }
 
-// bindServer makes c the session's server for its transaction.
-func (s *Session) bindServer(c *pooler.Conn) {
+// bindServer makes c the session's server for its transaction, which
+// starts at at (zero: now).
+func (s *Session) bindServer(c *pooler.Conn, at time.Time) {
 	s.mu.Lock()
 	s.srv = c
-	s.xactStart = time.Since(s.ConnectedAt)
+	s.xactStart = s.sinceConnected(at)
 	if s.rw != nil {
 		s.rw.unnamedHere = false
 	}
 	s.mu.Unlock()
+}
+
+// sinceConnected is at (zero: now) on the session's clock, the time
+// since ConnectedAt.
+func (s *Session) sinceConnected(at time.Time) time.Duration {
+	if at.IsZero() {
+		return time.Since(s.ConnectedAt)
+	}
+	return at.Sub(s.ConnectedAt)
 }
 
 // syncParams tells the client of another server role (reportRoleParams)
