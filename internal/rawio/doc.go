@@ -35,8 +35,11 @@
 // EpollCtl and EpollWait0 (Linux) are the epoll calls of the event loops
 // that wait for an epoll set through the netpoller; PolledEpoll is such a
 // set with its wait, its batches and an eventfd to wake it
-// (internal/relay's loops, internal/idlepark and bench/floor's txpool run
-// on it). Its owner closes it after Run; a Wake after that does nothing.
+// (internal/session's transaction core, internal/relay's loops,
+// internal/idlepark and bench/floor's txpool run on it). It goes back to
+// the netpoller only when a look at the set finds nothing, and yields its
+// P every few dozen batches while it does not. Its owner closes it after
+// Run; a Wake after that does nothing.
 //
 // DupFD keeps a close-on-exec dup of a connection's socket (the session's
 // deep park); TakeFD also closes the connection, handing the descriptor to
