@@ -355,7 +355,13 @@ func unnamedParseQuery(body []byte) ([]byte, bool) {
 // mayDeallocate reports whether a query text starts with DEALLOCATE: only
 // those go through deallocateTarget, which allocates.
 func mayDeallocate(q []byte) bool {
-	return hasPrefixFold(bytes.TrimLeft(q, " \t\r\n"), "DEALLOCATE")
+	// A loop, not bytes.TrimLeft: that builds its cutset's table on
+	// every call, once per unnamed Parse (0.13 % of a transaction's CPU).
+	i := 0
+	for i < len(q) && (q[i] == ' ' || q[i] == '\t' || q[i] == '\r' || q[i] == '\n') {
+		i++
+	}
+	return hasPrefixFold(q[i:], "DEALLOCATE")
 }
 
 func hasPrefixFold(b []byte, p string) bool {

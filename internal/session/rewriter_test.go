@@ -244,3 +244,26 @@ func TestNoteQuery(t *testing.T) {
 		})
 	}
 }
+
+// TestMayDeallocate: leading whitespace of any of the four kinds is
+// skipped, the keyword matches in any case, and nothing shorter or other
+// matches.
+func TestMayDeallocate(t *testing.T) {
+	for _, tc := range []struct {
+		q    string
+		want bool
+	}{
+		{"DEALLOCATE a", true},
+		{"deallocate ALL", true},
+		{" \t\r\n DeAlLoCaTe x", true},
+		{"DEALLOCATE", true},
+		{"", false},
+		{"   ", false},
+		{"DEALLOC", false},
+		{"select 1", false},
+		{"/* c */ DEALLOCATE a", false}, // comments are not skipped
+		{"\vDEALLOCATE a", false},       // nor other white space
+	} {
+		require.Equal(t, tc.want, mayDeallocate([]byte(tc.q)), "%q", tc.q)
+	}
+}
