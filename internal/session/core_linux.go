@@ -236,8 +236,9 @@ func (s *Session) killCoreLocked(cl *coreClient, code, msg string) {
 
 func (c *Core) dispatch(events []unix.EpollEvent) bool {
 	// One clock reading for the batch, as PgBouncer's loop caches its
-	// time: the pool's and the statistics' readings of a transaction were
-	// five system-clock reads each (twenty-seventh pass).
+	// time: the pool's and the statistics' readings made about nine vDSO
+	// clock reads per transaction (docs/benchmarks.md, twenty-seventh
+	// pass).
 	c.now = time.Now()
 	c.takeAdds()
 	c.batch = c.batch[:0]
