@@ -146,7 +146,7 @@ func (p *Pool[T]) hedgedCreate(h *hedge[T], deadline time.Time) {
 	}
 	p.mu.Unlock()
 	if err == nil {
-		p.release(c, false, p.now())
+		p.release(c, false, time.Time{})
 	}
 }
 
@@ -162,7 +162,7 @@ func (p *Pool[T]) abandonHedge(h *hedge[T]) {
 	p.mu.Unlock()
 	if r := <-h.res; r.err == nil {
 		p.count(func(c *Counters) { c.ConnectsOvertaken++ })
-		p.release(r.conn, false, p.now())
+		p.release(r.conn, false, time.Time{})
 	}
 }
 
@@ -177,7 +177,7 @@ func (p *Pool[T]) leaveQueue(w *waiter[T]) {
 	}
 	p.mu.Unlock()
 	if g := <-w.ch; g.conn != nil { // granted under mu before we looked
-		p.release(g.conn, false, p.now())
+		p.release(g.conn, false, time.Time{})
 	}
 }
 

@@ -90,7 +90,7 @@ func (p *Pool[T]) Replenish(ctx context.Context) (created int, deferred bool, er
 			return created, false, err
 		}
 		created++
-		p.release(c, false, p.now()) // warmed, never served: idle_timeout does not apply
+		p.release(c, false, time.Time{}) // warmed, never served: idle_timeout does not apply
 	}
 }
 

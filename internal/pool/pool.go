@@ -274,7 +274,7 @@ func (p *Pool[T]) TryAcquireNoProbe(ctx context.Context, now time.Time) *Conn[T]
 	return p.tryIdle(ctx, false, now)
 }
 
-// tryIdle: now zero reads the pool's clock.
+// tryIdle and release: a zero now reads the pool's clock.
 func (p *Pool[T]) tryIdle(ctx context.Context, probe bool, now time.Time) *Conn[T] {
 	if now.IsZero() {
 		now = p.now()
@@ -610,10 +610,10 @@ func (p *Pool[T]) popWaiterLocked() *waiter[T] {
 // Release hands a healthy, clean connection back: to the oldest waiter if
 // there is one, otherwise to the idle set. It reports a backlog: a waiter
 // got c and more clients still wait.
-func (p *Pool[T]) Release(c *Conn[T]) (backlog bool) { return p.release(c, true, p.now()) }
+func (p *Pool[T]) Release(c *Conn[T]) (backlog bool) { return p.release(c, true, time.Time{}) }
 
 // ReleaseAt is Release with the caller's reading of the pool's clock
-// (TryAcquireNoProbe).
+// (TryAcquireNoProbe); zero reads it.
 func (p *Pool[T]) ReleaseAt(c *Conn[T], now time.Time) (backlog bool) { return p.release(c, true, now) }
 
 // Reuse is for a caller that queues clients of its own (an event loop) and
@@ -644,6 +644,9 @@ func (p *Pool[T]) Reuse(c *Conn[T], ours int) bool {
 }
 
 func (p *Pool[T]) release(c *Conn[T], served bool, now time.Time) (backlog bool) {
+	if now.IsZero() {
+		now = p.now()
+	}
 	p.mu.Lock()
 	if c.state != stateBusy || c.pool != p {
 		p.mu.Unlock()

@@ -278,6 +278,6 @@ func (p *Pool[T]) prereplace() {
 	p.prereplacing--
 	p.mu.Unlock()
 	if err == nil {
-		p.release(c, false, p.now())
+		p.release(c, false, time.Time{})
 	}
 }

@@ -193,16 +193,10 @@ var ErrWaitTimeout = errors.New("query_wait_timeout")
 
 // Release returns a clean connection; Destroy drops a broken one. It
 // reports a backlog: a waiting client got c and more still wait.
-func (p *Pool) Release(c *Conn) (backlog bool) {
-	if c.Value.Broken {
-		p.Destroy(c)
-		return false
-	}
-	return p.conns.Release(c)
-}
+func (p *Pool) Release(c *Conn) (backlog bool) { return p.ReleaseAt(c, time.Time{}) }
 
 // ReleaseAt is Release with the caller's reading of the clock (an event
-// loop's, taken once per batch).
+// loop's, taken once per batch); zero reads it.
 func (p *Pool) ReleaseAt(c *Conn, now time.Time) (backlog bool) {
 	if c.Value.Broken {
 		p.Destroy(c)
