@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/doorman-go/doorman/internal/app/apptest"
+	"github.com/doorman-go/doorman/internal/testbuf"
 )
 
 // seGone reports whether pid has exited: no such process, or a zombie
@@ -43,7 +44,7 @@ func TestSettingDaemonPIDFile(t *testing.T) {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pg_doorman.pid")
-	p := &process{stderr: &syncBuffer{}, port: apptest.FreePort(t), path: filepath.Join(dir, "c.yaml")}
+	p := &process{stderr: &testbuf.Buffer{}, port: apptest.FreePort(t), path: filepath.Join(dir, "c.yaml")}
 	doc := fmt.Sprintf("general:\n  host: 127.0.0.1\n  port: %d\n  unix_socket_dir: \"\"\n  admin_password: admin-pw\n  daemon_pid_file: %q\npools: {}\n", p.port, pidFile)
 	require.NoError(t, os.WriteFile(p.path, []byte(doc), 0o600))
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doorman-go/doorman/internal/app/apptest"
+	"github.com/doorman-go/doorman/internal/testbuf"
 )
 
 // logLevelForms are the general.log_level values of the settings reference
@@ -61,27 +61,9 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// syncBuffer is the child's stderr, read while it is written.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type process struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testbuf.Buffer
 	port   int
 	path   string
 }
@@ -90,7 +72,7 @@ func startBinary(t *testing.T, level string, args ...string) *process {
 	t.Helper()
 	bin, err := buildBinary()
 	require.NoError(t, err)
-	p := &process{stderr: &syncBuffer{}, port: apptest.FreePort(t), path: filepath.Join(t.TempDir(), "c.yaml")}
+	p := &process{stderr: &testbuf.Buffer{}, port: apptest.FreePort(t), path: filepath.Join(t.TempDir(), "c.yaml")}
 	writeLevelConfig(t, p.path, p.port, level)
 	p.cmd = exec.Command(bin, append(args, p.path)...)
 	p.cmd.Stderr = p.stderr

@@ -16,6 +16,7 @@ import (
 
 	"github.com/doorman-go/doorman/internal/pgtest"
 	"github.com/doorman-go/doorman/internal/rolecheck"
+	"github.com/doorman-go/doorman/internal/testbuf"
 )
 
 const (
@@ -44,7 +45,7 @@ func detectBound(inter time.Duration) time.Duration {
 type haproxy struct {
 	write, read int
 	inter       time.Duration
-	out         *syncBuffer
+	out         *testbuf.Buffer
 }
 
 func startHAProxy(t *testing.T, inter time.Duration, o rolecheck.HAProxyOptions) *haproxy {
@@ -52,7 +53,7 @@ func startHAProxy(t *testing.T, inter time.Duration, o rolecheck.HAProxyOptions)
 	if _, err := os.Stat(haproxyBinary); err != nil {
 		t.Fatalf("HAProxy is required: apt-get install haproxy (Debian 12 ships 2.6): %v", err)
 	}
-	h := &haproxy{write: freePort(t), read: freePort(t), inter: inter, out: &syncBuffer{}}
+	h := &haproxy{write: freePort(t), read: freePort(t), inter: inter, out: &testbuf.Buffer{}}
 	o.Bind, o.WritePort, o.ReadPort = "127.0.0.1", h.write, h.read
 	o.Inter, o.FastInter, o.DownInter, o.Rise, o.Fall, o.CheckTimeout = inter, inter/2, inter, rise, fall, checkTimeout(inter)
 	cfg, err := rolecheck.HAProxyConfig(o)

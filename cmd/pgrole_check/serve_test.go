@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doorman-go/doorman/internal/pgtest"
+	"github.com/doorman-go/doorman/internal/testbuf"
 )
 
 func TestServeAndConfigCLI(t *testing.T) {
@@ -25,7 +26,7 @@ func TestServeAndConfigCLI(t *testing.T) {
 	cmd := exec.Command(bin, "serve", "--listen", addr, "--port", strconv.Itoa(p.Port), "--user", checkUser,
 		"--database", "postgres", "--cache-interval", "100ms")
 	cmd.Env = []string{"PGPASSWORD=" + checkPass}
-	var out syncBuffer
+	var out testbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	require.NoError(t, cmd.Start())
 	defer func() { _ = cmd.Process.Kill() }()

@@ -23,6 +23,7 @@ import (
 	"github.com/doorman-go/doorman/internal/patroni"
 	"github.com/doorman-go/doorman/internal/patroni/patronitest"
 	"github.com/doorman-go/doorman/internal/pgtest"
+	"github.com/doorman-go/doorman/internal/testbuf"
 )
 
 var (
@@ -301,12 +302,12 @@ listen pg
 // args and that file's path last, as a child that dies with the test (and
 // is killed at cleanup); its output collects in the returned buffer. hint
 // says how to get bin when it does not start.
-func startChild(t *testing.T, name, cfg, hint, bin string, args ...string) (*exec.Cmd, *lockedBuffer) {
+func startChild(t *testing.T, name, cfg, hint, bin string, args ...string) (*exec.Cmd, *testbuf.Buffer) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
 	cmd := exec.Command(bin, append(args, path)...)
-	out := &lockedBuffer{}
+	out := &testbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	require.NoError(t, cmd.Start(), hint)

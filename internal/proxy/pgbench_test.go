@@ -1,12 +1,10 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"os/exec"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,25 +12,8 @@ import (
 
 	"github.com/doorman-go/doorman/internal/patroni"
 	"github.com/doorman-go/doorman/internal/pgtest"
+	"github.com/doorman-go/doorman/internal/testbuf"
 )
-
-// lockedBuffer collects a child's output; Wait's copying goroutines write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func tcpPort(a net.Addr) int { return a.(*net.TCPAddr).Port }
 
@@ -69,7 +50,7 @@ func TestPgbenchSurvivesUnrelatedChanges(t *testing.T) {
 	cmd := exec.CommandContext(ctx, pgbench, "-S", "-n", "-c", strconv.Itoa(clients), "-T", "5",
 		"-h", "127.0.0.1", "-p", strconv.Itoa(tcpPort(h.addr("replicas"))), "-U", "postgres", "postgres")
 	done := make(chan error, 1)
-	var outBuf lockedBuffer
+	var outBuf testbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &outBuf, &outBuf
 	require.NoError(t, cmd.Start())
 	go func() { done <- cmd.Wait() }()
