@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -39,6 +40,11 @@ func (c *rawClient) roundTrip(msg []byte) error {
 	if _, err := c.nc.Write(msg); err != nil {
 		return err
 	}
+	return c.readReady()
+}
+
+// readReady reads until ReadyForQuery, reusing its buffer.
+func (c *rawClient) readReady() error {
 	var have int
 	for {
 		for have >= 5 {
@@ -121,6 +127,69 @@ func TestForwardPathAllocations(t *testing.T) {
 			require.Zero(t, allocs)
 		})
 	}
+}
+
+// TestCoreQueueAllocations: a client that waits in the transaction core's
+// queue and then gets its server allocates nothing per transaction once
+// warm. Three clients share a pool of one server in turns: one holds it in
+// a transaction while the other two wait, so the queue never empties (its
+// sentinels are made once) and every turn holds a client's bytes in the
+// queue and hands a released server on to the oldest. Before the core
+// kept its held buffers (recycle), every wait allocated one.
+func TestCoreQueueAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
+	d := apptest.Start(t, poolConfig(t, "  prepared_statements: false", "transaction", 1))
+	p, ok := d.Daemon.Pools.Lookup("appdb", "app")
+	require.True(t, ok)
+	begin := protocol.Query{String: "BEGIN"}.Encode(nil)
+	commit := protocol.Query{String: "COMMIT"}.Encode(nil)
+	var cl [3]*rawClient
+	for i := range cl {
+		cl[i] = newRawClient(t, d.DSN("app", "app-secret", "appdb"))
+	}
+	// waitFor waits until n clients wait in the queue; no allocation.
+	waitFor := func(n int64) {
+		deadline := time.Now().Add(5 * time.Second)
+		for p.Stats.ClientsWaiting.Load() != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("clients waiting: %d, want %d", p.Stats.ClientsWaiting.Load(), n)
+			}
+			runtime.Gosched()
+		}
+	}
+	require.NoError(t, cl[0].roundTrip(begin))
+	_, err := cl[1].nc.Write(begin)
+	require.NoError(t, err)
+	waitFor(1)
+	_, err = cl[2].nc.Write(begin)
+	require.NoError(t, err)
+	waitFor(2)
+	holder := 0
+	turn := func() {
+		next := (holder + 1) % len(cl)
+		if err := cl[holder].roundTrip(commit); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl[next].readReady(); err != nil { // its BEGIN, sent from the queue
+			t.Fatal(err)
+		}
+		waitFor(1)
+		if _, err := cl[holder].nc.Write(begin); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(2)
+		holder = next
+	}
+	for i := 0; i < 50; i++ { // warm
+		turn()
+	}
+	waits := p.Stats.WaitCount.Load()
+	allocs := testing.AllocsPerRun(300, turn)
+	t.Logf("%.2f allocations per turn in the whole process", allocs)
+	require.GreaterOrEqual(t, p.Stats.WaitCount.Load()-waits, uint64(300), "every turn waited in the queue")
+	require.Zero(t, allocs)
 }
 
 // BenchmarkForwardPath runs one transaction per op, one at a time, from a

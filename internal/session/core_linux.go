@@ -112,16 +112,17 @@ type Core struct {
 	done chan struct{}
 
 	// The loop's own.
-	buf     []byte
-	ends    []*coreEnd // by descriptor
-	batch   []*coreEnd
-	clients map[*coreClient]struct{}
-	servers map[*pooler.Conn]*coreServer // kept in the set while pooled
-	queues  map[*pooler.Pool]*coreQueue
-	timer   *time.Timer   // the wait timer (tick), armed for timerAt
-	timerAt time.Duration // on the loop's clock; 0: not armed
-	started time.Time     // the loop's clock's zero
-	now     time.Time     // read once per batch: what the batch's work counts by
+	buf      []byte
+	heldFree [][]byte   // queued clients' held buffers, for reuse (recycle)
+	ends     []*coreEnd // by descriptor
+	batch    []*coreEnd
+	clients  map[*coreClient]struct{}
+	servers  map[*pooler.Conn]*coreServer // kept in the set while pooled
+	queues   map[*pooler.Pool]*coreQueue
+	timer    *time.Timer   // the wait timer (tick), armed for timerAt
+	timerAt  time.Duration // on the loop's clock; 0: not armed
+	started  time.Time     // the loop's clock's zero
+	now      time.Time     // read once per batch: what the batch's work counts by
 
 	sentinelsRun sync.WaitGroup // Close waits for the sentinels to end
 

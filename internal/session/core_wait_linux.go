@@ -25,8 +25,31 @@ import (
 // (no epoll_ctl for the common client, which sends nothing more while it
 // waits) until it sends more, which turns reading off (clientEvent).
 func (c *Core) hold(cl *coreClient, rest []byte) bool {
+	if cl.held == nil {
+		if n := len(c.heldFree); n > 0 {
+			cl.held = c.heldFree[n-1]
+			c.heldFree[n-1] = nil
+			c.heldFree = c.heldFree[:n-1]
+		}
+	}
 	cl.held = append(cl.held[:0], rest...)
 	return false
+}
+
+// What a queued client's held bytes may keep for the next: a small
+// buffer, a few of them. Without it, every wait in a queue (every
+// transaction at 400 clients on a pool of 40) allocated its held bytes.
+const (
+	heldKeepCap = 2 << 10 // a larger buffer goes to the collector
+	heldFreeMax = 128     // at most 256 KiB kept
+)
+
+// recycle keeps b, done with (handBack copies what it takes), for hold.
+func (c *Core) recycle(b []byte) {
+	if b == nil || cap(b) > heldKeepCap || len(c.heldFree) >= heldFreeMax {
+		return
+	}
+	c.heldFree = append(c.heldFree, b[:0])
 }
 
 // lendResult is how lend (and acquire) left the client.
@@ -218,6 +241,7 @@ func (c *Core) handOn(p *pooler.Pool, pc *pooler.Conn) {
 	case refused:
 		c.handBack(head, held, nil, whyTLSServer)
 	}
+	c.recycle(held) // clientBytes and handBack keep none of it
 }
 
 // canceled: a cancel request for a queued client: its statement is
@@ -233,6 +257,7 @@ func (c *Core) canceled(cl *coreClient) {
 	held := cl.held
 	cl.held = nil
 	c.handBack(cl, held, func(s *Session) error { return s.answerCanceledHeld() }, whyCanceled)
+	c.recycle(held)
 }
 
 // clock is the loop's clock: time since the core started (monotonic), as
