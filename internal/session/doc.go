@@ -81,7 +81,8 @@
 // method follows the seed's order (chooseMethod, methods.go): Talos, pg_hba,
 // PAM, SCRAM/MD5, JWT; users a pool does not list are looked up through its
 // auth_query (authquery.go). Until the welcome a connection closes with
-// FIN; tcp_so_linger applies after it.
+// FIN; tcp_so_linger applies after it, except to a close after a last word
+// (a FATAL error), which is graceful.
 //
 // Spec: https://www.postgresql.org/docs/current/protocol-flow.html and
 // seed 002 (pool modes, authentication, pg_hba).

@@ -9,3 +9,10 @@ func (s *Session) ParkedDeep() bool {
 	defer s.mu.Unlock()
 	return s.parkedDeep
 }
+
+// InCore reports whether the transaction core owns the session now.
+func (s *Session) InCore() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.coreLocked() != nil
+}

@@ -28,6 +28,7 @@ type parkedSocket struct {
 	mu     sync.Mutex
 	fd     int
 	closed bool
+	wrote  bool // a last word went out through Write: Close is graceful
 }
 
 // errParkedSocketClosed is what a parkedSocket that was closed or reopened
@@ -83,14 +84,17 @@ func (p *parkedSocket) Write(b []byte) (int, error) {
 		return 0, errParkedSocketClosed
 	}
 	n, err := unix.Write(p.fd, b)
+	p.wrote = true
 	if err != nil {
 		return max(n, 0), &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", err)}
 	}
 	return n, nil
 }
 
-// Close closes the socket gracefully: linger off, so that the last word
-// written is not thrown away by a reset (tcp_so_linger 0).
+// Close closes the socket. After a last word (Write) it closes
+// gracefully: linger off, so that a reset (tcp_so_linger 0) does not throw
+// the word away. Otherwise tcp_so_linger, set at the welcome, decides, as
+// it does for a session's net.Conn (Session.close).
 func (p *parkedSocket) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -98,8 +102,10 @@ func (p *parkedSocket) Close() error {
 		return nil
 	}
 	p.closed = true
-	_ = rawio.SetLingerFD(p.fd, -1)
-	return rawio.CloseFD(p.fd) // lingering off: the close does not wait
+	if p.wrote {
+		_ = rawio.SetLingerFD(p.fd, -1)
+	}
+	return rawio.CloseFD(p.fd) // lingering off or 0: the close does not wait
 }
 
 func (p *parkedSocket) LocalAddr() net.Addr  { return p.addr(unix.Getsockname) }
