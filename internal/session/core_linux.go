@@ -649,7 +649,7 @@ func (c *Core) readyForQuery(cl *coreClient, cs *coreServer, status byte, more b
 	s := cl.s
 	conn := cs.pc.Value
 	conn.TxStatus = status
-	now := c.now.Sub(s.ConnectedAt)
+	now := s.sinceConnected(c.now)
 	s.mu.Lock()
 	release := s.accountReadyLocked(conn, status, true, now)
 	cancels := s.cancelsInFlight
