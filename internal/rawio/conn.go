@@ -57,12 +57,21 @@ func (d *direction) call(rc syscall.RawConn, write bool, fn func(fd uintptr) boo
 	return n, derr
 }
 
+// PlainSocket is a connection of another package that is a plain socket
+// underneath, whose RawConn waits for readiness and honours deadlines like
+// a *net.TCPConn's (internal/fdconn's): Wrap uses it the same way.
+type PlainSocket interface {
+	net.Conn
+	syscall.Conn
+	PlainSocket()
+}
+
 // Wrap returns nc as a Conn; a connection that is not a plain TCP or unix
 // socket keeps its own Read and Write.
 func Wrap(nc net.Conn) *Conn {
 	c := &Conn{Conn: nc}
 	switch nc.(type) {
-	case *net.TCPConn, *net.UnixConn:
+	case *net.TCPConn, *net.UnixConn, PlainSocket:
 		rc, err := nc.(syscall.Conn).SyscallConn()
 		if err == nil {
 			c.rc = rc

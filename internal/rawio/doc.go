@@ -7,7 +7,7 @@
 // keeps its P for the few µs the non-blocking call takes, as a
 // single-threaded event loop would. Measured: docs/benchmarks.md.
 //
-// Conn wraps a *net.TCPConn or *net.UnixConn; its Read and Write go through
+// Conn wraps a *net.TCPConn, *net.UnixConn or PlainSocket; its Read and Write go through
 // the connection's syscall.RawConn, so they wait for readiness in Go's
 // netpoller, honour deadlines and report a closed connection as the net
 // package does. Other connections (a *tls.Conn) pass through unchanged.
@@ -32,14 +32,19 @@
 // call too: a call the scheduler sees wakes sysmon whenever every P was
 // idle, and sysmon then polls every 20 µs for a while.
 //
+// SetsockoptIntFD is an int socket option as a raw call (the options
+// internal/daemon sets on a client it accepted with internal/fdconn).
+//
 // EpollCtl and EpollWait0 (Linux) are the epoll calls of the event loops
 // that wait for an epoll set through the netpoller; PolledEpoll is such a
 // set with its wait, its batches and an eventfd to wake it
 // (internal/session's transaction core, internal/relay's loops,
 // internal/idlepark and bench/floor's txpool run on it). It goes back to
 // the netpoller only when a look at the set finds nothing, and yields its
-// P every few dozen batches while it does not. Its owner closes it after
-// Run; a Wake after that does nothing.
+// P every few dozen batches while it does not; a set of edge-triggered
+// members only (NewEdgePolledEpoll, internal/fdconn's Poller) goes back
+// after a batch that did not fill its events, without that look. Its
+// owner closes it after Run; a Wake after that does nothing.
 //
 // DupFD keeps a close-on-exec dup of a connection's socket (the session's
 // deep park); TakeFD also closes the connection, handing the descriptor to

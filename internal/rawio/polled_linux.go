@@ -41,6 +41,11 @@ type PolledEpoll struct {
 	events []unix.EpollEvent
 	serve  func(events []unix.EpollEvent) bool
 	pollFn func(uintptr) bool
+	// edge: every member is edge-triggered (NewEdgePolledEpoll), so a
+	// batch that did not fill events emptied the ready list, and whatever
+	// comes after it fires the set's edge in the netpoller again: poll
+	// goes back to the netpoller without a look that finds nothing.
+	edge bool
 
 	// closeMu orders Wake against Close: a Wake that comes late (its
 	// caller checked its own state, then the loop ended and was closed)
@@ -88,6 +93,17 @@ func NewPolledEpoll(batch int, serve func(events []unix.EpollEvent) bool) (*Poll
 	}
 	p.pollFn = p.poll
 	return p, nil
+}
+
+// NewEdgePolledEpoll is NewPolledEpoll for a set whose members are all
+// registered with EPOLLET (the eventfd aside, which DrainWake empties): one
+// epoll_wait per wake-up instead of two (internal/fdconn's Poller).
+func NewEdgePolledEpoll(batch int, serve func(events []unix.EpollEvent) bool) (*PolledEpoll, error) {
+	p, err := NewPolledEpoll(batch, serve)
+	if err == nil {
+		p.edge = true
+	}
+	return p, err
 }
 
 // Ctl adds (unix.EPOLL_CTL_ADD), changes or removes fd's interest in
@@ -178,6 +194,9 @@ func (p *PolledEpoll) poll(fd uintptr) bool {
 		}
 		if !p.serve(p.events[:n]) {
 			return true
+		}
+		if p.edge && n < len(p.events) {
+			return false
 		}
 		if served%yieldEvery == 0 {
 			runtime.Gosched()

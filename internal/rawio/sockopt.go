@@ -51,3 +51,15 @@ func CloseFD(fd int) error {
 	}
 	return nil
 }
+
+// SetsockoptIntFD is setsockopt(2) of an int option as a raw call, for the
+// options a client socket gets right after its accept, when the process
+// may just have gone idle (the package doc).
+func SetsockoptIntFD(fd, level, opt, value int) error {
+	v := int32(value)
+	if _, _, errno := unix.RawSyscall6(unix.SYS_SETSOCKOPT, uintptr(fd), uintptr(level), uintptr(opt),
+		uintptr(unsafe.Pointer(&v)), unsafe.Sizeof(v), 0); errno != 0 {
+		return errno
+	}
+	return nil
+}
