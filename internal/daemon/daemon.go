@@ -16,6 +16,7 @@ import (
 	"github.com/doorman-go/doorman/internal/auth/pam"
 	"github.com/doorman-go/doorman/internal/clienttls"
 	"github.com/doorman-go/doorman/internal/config"
+	"github.com/doorman-go/doorman/internal/fdconn"
 	"github.com/doorman-go/doorman/internal/idlepark"
 	"github.com/doorman-go/doorman/internal/memlimit"
 	"github.com/doorman-go/doorman/internal/memreturn"
@@ -53,6 +54,13 @@ type Daemon struct {
 	drained   chan struct{} // closed when drain has finished
 	once      sync.Once
 	StartedAt time.Time
+
+	// fdListeners accept from dups of TCP listeners (acceptFD): closed
+	// with the listeners, and refused once they are (listenersClosed).
+	// Both under mu.
+	fdListeners     []*fdconn.Listener
+	listenersClosed bool
+	fdPoller        atomic.Pointer[fdconn.Poller] // Serve's, while it runs
 
 	reloads       atomic.Uint64
 	reloadFailure atomic.Bool
@@ -216,16 +224,33 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		defer close(returner)
 		memreturn.Run(ctx, memreturn.Options{Observer: d.memoryObserver(), Log: d.Log})
 	}()
+	// TCP clients are accepted into an fdconn.Poller: their logins make
+	// no system call the Go scheduler sees (internal/fdconn). Without one
+	// (not Linux) package net accepts them.
+	fdPoller, err := fdconn.NewPoller()
+	if err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		d.Log.Warn("clients accepted by package net", zap.Error(err))
+	}
+	if fdPoller != nil {
+		d.fdPoller.Store(fdPoller)
+	}
 	var accept sync.WaitGroup
 	for _, ln := range d.listeners {
 		accept.Add(1)
 		go func(ln net.Listener) {
 			defer accept.Done()
-			d.acceptLoop(ctx, ln)
+			if fdPoller != nil && d.acceptFD(ctx, fdPoller, ln) {
+				return
+			}
+			d.acceptLoop(ctx, ln.Accept)
 		}(ln)
 	}
 	accept.Wait()
 	d.wg.Wait()
+	if fdPoller != nil {
+		d.fdPoller.Store(nil)
+		_ = fdPoller.Close() // every session has ended: no client socket is in it
+	}
 	if parker != nil {
 		_ = parker.Close() // every session has ended: nothing is parked
 	}
@@ -241,12 +266,13 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	return nil
 }
 
-func (d *Daemon) acceptLoop(ctx context.Context, ln net.Listener) {
+// acceptLoop admits what accept returns until the listener is closed.
+func (d *Daemon) acceptLoop(ctx context.Context, accept func() (net.Conn, error)) {
 	var delay time.Duration
 	for {
-		nc, err := ln.Accept()
+		nc, err := accept()
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+			if errors.Is(err, net.ErrClosed) || errors.Is(err, fdconn.ErrClosed) {
 				return
 			}
 			// EMFILE and friends: back off instead of spinning.
@@ -256,15 +282,21 @@ func (d *Daemon) acceptLoop(ctx context.Context, ln net.Listener) {
 			continue
 		}
 		delay = 0
-		d.configureClientSocket(nc)
-		if n := d.conns.Add(1); n > int64(d.Config().General.MaxConnections) {
-			d.conns.Add(-1)
-			d.reject(nc, "max_connections", "53300", "sorry, too many clients already")
-			continue
-		}
-		d.wg.Add(1)
-		go d.serveClient(ctx, nc)
+		d.admit(ctx, nc)
 	}
+}
+
+// admit starts the session of an accepted client, or refuses it over
+// max_connections.
+func (d *Daemon) admit(ctx context.Context, nc net.Conn) {
+	d.configureClientSocket(nc)
+	if n := d.conns.Add(1); n > int64(d.Config().General.MaxConnections) {
+		d.conns.Add(-1)
+		d.reject(nc, "max_connections", "53300", "sorry, too many clients already")
+		return
+	}
+	d.wg.Add(1)
+	go d.serveClient(ctx, nc)
 }
 
 func (d *Daemon) serveClient(ctx context.Context, nc net.Conn) {
@@ -286,6 +318,10 @@ func (d *Daemon) reject(nc net.Conn, reason, code, msg string) {
 }
 
 func (d *Daemon) configureClientSocket(nc net.Conn) {
+	if fc, ok := nc.(*fdconn.Conn); ok {
+		d.configureFD(fc)
+		return
+	}
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
 		return
@@ -308,6 +344,16 @@ func (d *Daemon) configureClientSocket(nc net.Conn) {
 	// tcp_keepalives_idle 0 meaning Go's default idle time.
 	_ = tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: g.TCPKeepalivesIdle, Interval: g.TCPKeepalivesInterval, Count: g.TCPKeepalivesCount})
 	_ = sockopt.SetUserTimeout(tc, g.TCPUserTimeout) // config refuses it where there is no such option
+}
+
+// LoginSockets is how many client sockets internal/fdconn holds: clients
+// accepted over TCP that log in, or wait to be handed on (to the
+// transaction core, or into Go's netpoller for a session of its own).
+func (d *Daemon) LoginSockets() int {
+	if p := d.fdPoller.Load(); p != nil {
+		return p.Len()
+	}
+	return 0
 }
 
 // ConnCount is the number of open client sockets.

@@ -5,6 +5,12 @@
 // them from Parts (small interfaces, Admin and Metrics), so nothing is
 // plugged in after construction.
 //
+// TCP clients are accepted by internal/fdconn (Linux): a raw accept4 on a
+// dup of the listener, raw socket options (configureFD), the socket in
+// fdconn's Poller while the client logs in; the session hands it on
+// (session.Serve). Closing the listeners closes those dups too. Clients of
+// the unix socket, and TCP clients elsewhere, are accepted by package net.
+//
 // Upgrade (SIGUSR2, admin UPGRADE through RequestUpgrade) starts the new
 // process with the listeners (package upgrade), stops accepting, moves
 // idle clients over the migration channel (session.Migrate) and drains the

@@ -74,12 +74,23 @@ func (d *Daemon) ShuttingDown() bool {
 	}
 }
 
+// closeFDListenersLocked closes acceptFD's listeners with the listeners
+// they dup, under mu; later ones are refused.
+func (d *Daemon) closeFDListenersLocked() {
+	d.listenersClosed = true
+	for _, l := range d.fdListeners {
+		_ = l.Close()
+	}
+	d.fdListeners = nil
+}
+
 func (d *Daemon) drain() {
 	defer close(d.drained)
 	d.mu.Lock()
 	for _, ln := range d.listeners {
 		_ = ln.Close()
 	}
+	d.closeFDListenersLocked()
 	d.mu.Unlock()
 	for _, p := range d.Pools.Pools() {
 		p.Conns().Retain(-1) // closes nothing young; idle ones go below

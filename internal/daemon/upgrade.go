@@ -106,6 +106,7 @@ func (d *Daemon) handOver(child *upgrade.Child) {
 		}
 		_ = ln.Close()
 	}
+	d.closeFDListenersLocked()
 	d.mu.Unlock()
 	var m session.Migrator
 	if child.Channel != nil {

@@ -18,6 +18,9 @@ const MaxAdminMessage = 64 << 10
 // admin_password (pg_hba applies here too) and hands it to Env.Admin.
 func (s *Session) serveAdmin(ctx context.Context) error {
 	s.Admin = true
+	if err := s.promote(); err != nil { // the console runs in its goroutine
+		return err
+	}
 	g := s.general()
 	method := hba.MethodSCRAM
 	if rules := s.env.HBA(); rules != nil {

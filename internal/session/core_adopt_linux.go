@@ -6,9 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/doorman-go/doorman/internal/fdconn"
 	"github.com/doorman-go/doorman/internal/rawio"
 )
 
@@ -22,19 +24,16 @@ import (
 // the core runs everything the session may do next: plaintext, transaction
 // mode, plaintext servers.
 func (s *Session) adoptCore(ctx context.Context) bool {
+	if !s.coreMayAdopt() || s.crd.Buffered() > 0 || s.skipToSync || s.migrating.Load() {
+		return false
+	}
 	c := s.env.Core
-	if c == nil || s.tls != nil || s.Admin || !s.transactionMode() || s.crd.Buffered() > 0 || s.skipToSync || s.migrating.Load() {
-		return false
-	}
-	if _, tls := c.tlsPools.Load(s.pool); tls {
-		return false
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.killed || s.srv != nil || s.migrateTo != nil {
 		return false
 	}
-	fd, err := rawio.DupFD(s.raw)
+	fd, err := takeSocket(s.raw)
 	if err != nil {
 		return false
 	}
@@ -42,7 +41,6 @@ func (s *Session) adoptCore(ctx context.Context) bool {
 	cl := &coreClient{s: s, ctx: ctx, ps: ps}
 	ps.cl = cl
 	cl.end = coreEnd{fd: ps.fd, cl: cl}
-	_ = s.raw.Close() // the dup holds the socket open
 	s.parkedDeep = true
 	s.shedIdleLocked(ps) // as a park; the rewriter comes back in clientBytes
 	s.state.Store(StateIdle)
@@ -52,6 +50,34 @@ func (s *Session) adoptCore(ctx context.Context) bool {
 		go s.end(errCoreClosed)
 	}
 	return true
+}
+
+// coreMayAdopt reports whether the core runs everything this session may
+// do: a core, plaintext, transaction mode, plaintext servers. What may
+// change (buffered input, a migration) adoptCore asks at the idle point.
+func (s *Session) coreMayAdopt() bool {
+	c := s.env.Core
+	if c == nil || s.tls != nil || s.Admin || !s.transactionMode() {
+		return false
+	}
+	_, tls := c.tlsPools.Load(s.pool)
+	return !tls
+}
+
+// takeSocket hands the descriptor of the client's socket to the core: a
+// socket of internal/fdconn leaves its Poller without a system call of
+// its own, another is dupped and closed (the dup holds it open). Called
+// under mu.
+func takeSocket(raw net.Conn) (int, error) {
+	if fc, ok := raw.(*fdconn.Conn); ok {
+		return fc.Detach()
+	}
+	fd, err := rawio.DupFD(raw)
+	if err != nil {
+		return -1, err
+	}
+	_ = raw.Close()
+	return fd, nil
 }
 
 // errCoreClosed ends a session the stopped core could not take.

@@ -36,6 +36,8 @@ func (c *Core) post(corePost) bool { return false }
 
 func (s *Session) adoptCore(context.Context) bool { return false }
 
+func (s *Session) coreMayAdopt() bool { return false }
+
 func (s *Session) killCoreLocked(*coreClient, string, string) {}
 
 func (s *Session) coreLocked() *coreClient { return nil }

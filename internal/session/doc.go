@@ -45,6 +45,15 @@
 // them again.
 // Socket reads and writes go through internal/rawio.
 //
+// A TCP client arrives from the daemon as an *fdconn.Conn (internal/fdconn:
+// its login's calls are raw, and it waits in fdconn's Poller). The session
+// hands it on once it knows where it goes: the transaction core takes the
+// descriptor at adoption (takeSocket, fdconn's Detach), and a session that
+// will run in its own goroutine moves it into Go's netpoller first
+// (promote, under mu: a TLS client before its handshake, the admin
+// console, and at startRun any session the core cannot adopt). Clients of
+// the unix socket are net.Conns from the start.
+//
 // With Env.Core (general.transaction_loop, on by default on Linux;
 // core_linux.go)
 // the transaction core owns plaintext transaction-mode sessions instead,

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"slices"
 	"sort"
@@ -186,7 +185,7 @@ func (s *Session) welcome() error {
 // close may reset the connection, as the setting asks. Before the welcome
 // the socket keeps the default (a graceful close), see daemon's accept path.
 func (s *Session) applyLinger() {
-	tc, ok := s.raw.(*net.TCPConn)
+	tc, ok := tcpClient(s.raw)
 	if !ok {
 		return
 	}

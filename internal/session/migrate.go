@@ -201,6 +201,11 @@ func (s *Session) migratedPool(st *MigrationState) (*pooler.Pool, error) {
 // startRun sets up the client loop's reader and runs it: the end of a
 // login, or of an adoption.
 func (s *Session) startRun(ctx context.Context) error {
+	if !s.coreMayAdopt() {
+		if err := s.promote(); err != nil {
+			return err
+		}
+	}
 	g := s.general()
 	s.clientRead = newClientRead(s.env, s.nc, g.ProxyCopyDataTimeout)
 	s.crd = protocol.NewReader(&s.guard, 0, MaxClientMessage)

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -17,6 +18,7 @@ import (
 	"github.com/doorman-go/doorman/internal/auth/pam"
 	"github.com/doorman-go/doorman/internal/clienttls"
 	"github.com/doorman-go/doorman/internal/config"
+	"github.com/doorman-go/doorman/internal/fdconn"
 	"github.com/doorman-go/doorman/internal/idlepark"
 	"github.com/doorman-go/doorman/internal/memlimit"
 	"github.com/doorman-go/doorman/internal/pooler"
@@ -333,7 +335,7 @@ func (s *Session) Kill(code, msg string) {
 	}
 	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
 	_ = s.Write(protocol.AppendError(nil, "FATAL", code, msg))
-	if tc, ok := s.raw.(*net.TCPConn); ok {
+	if tc, ok := tcpClient(s.raw); ok {
 		// A graceful close, so the client reads the error before the
 		// connection ends (tcp_so_linger 0 would send a reset).
 		_ = rawio.SetLinger(tc, -1)
@@ -434,7 +436,7 @@ func (s *Session) close() {
 		closeGracefully(s.raw)
 		return
 	}
-	if tc, ok := s.raw.(*net.TCPConn); ok && s.tls != nil {
+	if tc, ok := tcpClient(s.raw); ok && s.tls != nil {
 		// A TLS client answers our close_notify (or sends its own after
 		// Terminate, as pgx and libpq do): with tcp_so_linger 0 the reset
 		// makes that write fail and pgx's Close report an error. A TLS
@@ -451,13 +453,49 @@ func (s *Session) close() {
 // FIN, then drop what the client still sends, within drainTimeout and
 // drainLimit, before the close.
 func closeGracefully(nc net.Conn) {
-	if tc, ok := nc.(*net.TCPConn); ok {
+	if tc, ok := tcpClient(nc); ok {
 		_ = rawio.SetLinger(tc, -1)
 		_ = tc.CloseWrite()
 		_ = tc.SetReadDeadline(time.Now().Add(drainTimeout))
 		_, _ = io.CopyN(io.Discard, tc, drainLimit)
 	}
 	_ = nc.Close()
+}
+
+// tcpSocket is a client's TCP socket: a *net.TCPConn, or a socket of
+// internal/fdconn (the daemon's accept path).
+type tcpSocket interface {
+	net.Conn
+	CloseWrite() error
+}
+
+// tcpClient returns nc as a TCP socket; false for a unix socket, a TLS
+// connection or a parked one.
+func tcpClient(nc net.Conn) (tcpSocket, bool) {
+	switch c := nc.(type) {
+	case *net.TCPConn:
+		return c, true
+	case *fdconn.Conn:
+		return c, true
+	}
+	return nil, false
+}
+
+// promote moves a client socket of internal/fdconn into Go's netpoller,
+// for a session that goes on in its own goroutine (fdconn's package
+// comment): its waits then skip the Poller's hop. Any other socket stays
+// as it is. Under mu, so that Kill's close comes before or after it.
+func (s *Session) promote() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fc, ok := s.raw.(*fdconn.Conn)
+	if !ok {
+		return nil
+	}
+	if err := fc.Promote(); err != nil {
+		return fmt.Errorf("client socket: %w", err)
+	}
+	return nil
 }
 
 // clientAddr is the client's IP for hba; unix sockets have none.

@@ -86,6 +86,9 @@ func (s *Session) acceptSSLRequest(ctx context.Context) error {
 		s.fatal("08P01", "received unencrypted data after SSL request")
 		return errors.New("received unencrypted data after SSL request")
 	}
+	if err := s.promote(); err != nil { // a TLS session runs in its goroutine
+		return err
+	}
 	return s.handshake(ctx, s.raw, false)
 }
 
@@ -94,6 +97,9 @@ func (s *Session) acceptSSLRequest(ctx context.Context) error {
 // "postgresql" the client is refused, as PostgreSQL 17 does.
 func (s *Session) acceptDirectTLS(ctx context.Context) error {
 	if err := s.waitHandshakeSlot(ctx); err != nil {
+		return err
+	}
+	if err := s.promote(); err != nil { // a TLS session runs in its goroutine
 		return err
 	}
 	conn := &replayConn{Conn: s.raw, first: &byteReader{b: tlsRecordHandshake}}
