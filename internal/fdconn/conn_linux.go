@@ -37,8 +37,9 @@ type Conn struct {
 	unused   chan struct{} // closed by the call that leaves refs 0 after done
 	unusedMu sync.Once
 
-	rd, wr waiter
-	raw    rawConn
+	rd, wr          waiter
+	raw             rawConn
+	readFn, writeFn func(fd uintptr) bool // doRead and doWrite, bound once
 	// file is the socket in Go's netpoller once Promote has run (nil
 	// before): every call goes through its RawConn (frc, set first) from
 	// then on, and promoted, closed by Promote, ends the Poller waits of
@@ -65,6 +66,11 @@ type waiter struct {
 	deadline time.Time
 	dlMoved  chan struct{} // a deadline changed while a wait may run
 	timer    *time.Timer   // used under op only
+
+	// Read's and Write's scratch, under op.
+	buf   []byte
+	n     int
+	errno syscall.Errno
 }
 
 func (w *waiter) init() {
@@ -141,6 +147,7 @@ func newConn(p *Poller, fd int, raddr *net.TCPAddr) (*Conn, error) {
 	c.rd.init()
 	c.wr.init()
 	c.raw.c = c
+	c.readFn, c.writeFn = c.doRead, c.doWrite
 	if err := p.register(c); err != nil {
 		return nil, err
 	}
@@ -151,11 +158,7 @@ func newConn(p *Poller, fd int, raddr *net.TCPAddr) (*Conn, error) {
 // closed or detached.
 func (c *Conn) call(fn func(fd uintptr) bool) (done, ok bool) {
 	if c.file.Load() != nil {
-		if c.done.Load() {
-			return false, false
-		}
-		err := c.frc.Control(func(fd uintptr) { done = fn(fd) })
-		return done, err == nil
+		return c.callFile(fn)
 	}
 	c.refs.Add(1)
 	defer c.release()
@@ -163,6 +166,16 @@ func (c *Conn) call(fn func(fd uintptr) bool) (done, ok bool) {
 		return false, false
 	}
 	return fn(uintptr(c.fd)), true
+}
+
+// callFile is call once promoted: through the file's RawConn. Apart from
+// call, whose variables the closure would otherwise move to the heap.
+func (c *Conn) callFile(fn func(fd uintptr) bool) (done, ok bool) {
+	if c.done.Load() {
+		return false, false
+	}
+	err := c.frc.Control(func(fd uintptr) { done = fn(fd) })
+	return done, err == nil
 }
 
 func (c *Conn) release() {
@@ -178,6 +191,11 @@ func (c *Conn) release() {
 func (c *Conn) loop(w *waiter, fn func(fd uintptr) bool) error {
 	w.op.Lock()
 	defer w.op.Unlock()
+	return c.loopLocked(w, fn)
+}
+
+// loopLocked is loop with w.op held.
+func (c *Conn) loopLocked(w *waiter, fn func(fd uintptr) bool) error {
 	// A deadline moved before now is read below; only one moved during a
 	// wait ends it early.
 	select {
@@ -245,12 +263,13 @@ func (c *Conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	var n int
-	var errno syscall.Errno
-	err := c.loop(&c.rd, func(fd uintptr) bool {
-		n, errno = rawio.ReadFD(fd, b)
-		return errno != syscall.EAGAIN
-	})
+	w := &c.rd
+	w.op.Lock()
+	w.buf, w.n, w.errno = b, 0, 0
+	err := c.loopLocked(w, c.readFn)
+	n, errno := w.n, w.errno
+	w.buf = nil
+	w.op.Unlock()
 	switch {
 	case err != nil:
 		return 0, c.opError("read", err)
@@ -262,25 +281,24 @@ func (c *Conn) Read(b []byte) (int, error) {
 	return n, nil
 }
 
+// doRead is Read's RawConn function, bound once (readFn): a Read
+// allocates nothing.
+func (c *Conn) doRead(fd uintptr) bool {
+	w := &c.rd
+	w.n, w.errno = rawio.ReadFD(fd, w.buf)
+	return w.errno != syscall.EAGAIN
+}
+
 // Write writes all of b like net.Conn.Write, waiting while the socket is
 // full.
 func (c *Conn) Write(b []byte) (int, error) {
-	written := 0
-	var errno syscall.Errno
-	err := c.loop(&c.wr, func(fd uintptr) bool {
-		for written < len(b) {
-			n, e := rawio.WriteFD(fd, b[written:])
-			if e == syscall.EAGAIN {
-				return false
-			}
-			if e != 0 {
-				errno = e
-				return true
-			}
-			written += n
-		}
-		return true
-	})
+	w := &c.wr
+	w.op.Lock()
+	w.buf, w.n, w.errno = b, 0, 0
+	err := c.loopLocked(w, c.writeFn)
+	written, errno := w.n, w.errno
+	w.buf = nil
+	w.op.Unlock()
 	switch {
 	case err != nil:
 		return written, c.opError("write", err)
@@ -288,6 +306,24 @@ func (c *Conn) Write(b []byte) (int, error) {
 		return written, c.opError("write", os.NewSyscallError("sendto", errno))
 	}
 	return written, nil
+}
+
+// doWrite is Write's RawConn function, bound once (writeFn); n counts
+// what was written.
+func (c *Conn) doWrite(fd uintptr) bool {
+	w := &c.wr
+	for w.n < len(w.buf) {
+		n, e := rawio.WriteFD(fd, w.buf[w.n:])
+		if e == syscall.EAGAIN {
+			return false
+		}
+		if e != 0 {
+			w.errno = e
+			return true
+		}
+		w.n += n
+	}
+	return true
 }
 
 // Close unregisters and closes the socket, once Read and Write calls in

@@ -454,3 +454,37 @@ func TestPollerManyConns(t *testing.T) {
 		}
 	}
 }
+
+// Read and Write allocate nothing, in the Poller and once promoted: a TLS
+// session reads its records through them.
+func TestConnAllocations(t *testing.T) {
+	if raceOn {
+		t.Skip("the race detector allocates")
+	}
+	r := newRig(t)
+	msg, buf := []byte("ping"), make([]byte, 4)
+	for _, promoted := range []bool{false, true} {
+		if promoted {
+			if err := r.c.Promote(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		allocs := testing.AllocsPerRun(200, func() {
+			if _, err := r.client.Write(msg); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(r.c, buf); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.c.Write(msg); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(r.client, buf); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("promoted %v: %.2f allocations per round trip, want 0", promoted, allocs)
+		}
+	}
+}
