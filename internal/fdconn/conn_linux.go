@@ -31,15 +31,16 @@ type Conn struct {
 	// may call Write, so they nest); Close and Detach give the number up
 	// only once it is 0, so that no call ever uses a closed (and maybe
 	// reused) number. Waits do not count.
-	refs     atomic.Int64
-	done     atomic.Bool   // closed or detached: calls fail
-	closing  chan struct{} // closed with done: waits end
-	unused   chan struct{} // closed by the call that leaves refs 0 after done
-	unusedMu sync.Once
+	refs       atomic.Int64
+	done       atomic.Bool   // closed or detached: calls fail
+	closing    chan struct{} // closed with done: waits end
+	unused     chan struct{} // closed by the call that leaves refs 0 after done
+	unusedOnce sync.Once
 
 	rd, wr          waiter
 	raw             rawConn
 	readFn, writeFn func(fd uintptr) bool // doRead and doWrite, bound once
+
 	// file is the socket in Go's netpoller once Promote has run (nil
 	// before): every call goes through its RawConn (frc, set first) from
 	// then on, and promoted, closed by Promote, ends the Poller waits of
@@ -180,7 +181,7 @@ func (c *Conn) callFile(fn func(fd uintptr) bool) (done, ok bool) {
 
 func (c *Conn) release() {
 	if c.refs.Add(-1) == 0 && c.done.Load() {
-		c.unusedMu.Do(func() { close(c.unused) })
+		c.unusedOnce.Do(func() { close(c.unused) })
 	}
 }
 
