@@ -44,7 +44,9 @@ type Conn struct {
 	// file is the socket in Go's netpoller once Promote has run (nil
 	// before): every call goes through its RawConn (frc, set first) from
 	// then on, and promoted, closed by Promote, ends the Poller waits of
-	// calls that began before.
+	// calls that began before. modeMu orders the deadline setters against
+	// Promote.
+	modeMu   sync.Mutex
 	file     atomic.Pointer[os.File]
 	frc      syscall.RawConn
 	promoted chan struct{}
@@ -197,6 +199,9 @@ func (c *Conn) loop(w *waiter, fn func(fd uintptr) bool) error {
 
 // loopLocked is loop with w.op held.
 func (c *Conn) loopLocked(w *waiter, fn func(fd uintptr) bool) error {
+	if c.file.Load() != nil {
+		return c.fileLoop(w, fn) // promoted: nothing of the Poller's below
+	}
 	// A deadline moved before now is read below; only one moved during a
 	// wait ends it early.
 	select {
@@ -209,7 +214,7 @@ func (c *Conn) loopLocked(w *waiter, fn func(fd uintptr) bool) error {
 	}
 	for {
 		if c.file.Load() != nil {
-			return c.fileLoop(w, fn)
+			return c.fileLoop(w, fn) // promoted while this call waited
 		}
 		if w.expired() {
 			return os.ErrDeadlineExceeded
@@ -398,6 +403,8 @@ func (c *Conn) Promote() error {
 	if c.file.Load() != nil {
 		return nil
 	}
+	c.modeMu.Lock()
+	defer c.modeMu.Unlock()
 	c.p.unregister(c)
 	f := os.NewFile(uintptr(c.fd), "tcp") // non-blocking: registered with the netpoller
 	rc, err := f.SyscallConn()
@@ -477,39 +484,38 @@ func (c *Conn) LocalAddr() net.Addr {
 }
 
 // SetDeadline sets both deadlines.
-func (c *Conn) SetDeadline(t time.Time) error {
-	if c.done.Load() {
-		return c.opError("set", net.ErrClosed)
-	}
-	if f := c.file.Load(); f != nil {
-		return f.SetDeadline(t)
-	}
-	c.rd.setDeadline(t)
-	c.wr.setDeadline(t)
-	return nil
-}
+func (c *Conn) SetDeadline(t time.Time) error { return c.setDeadlines(t, true, true) }
 
 // SetReadDeadline sets the read deadline; a read waiting now looks again.
-func (c *Conn) SetReadDeadline(t time.Time) error {
-	if c.done.Load() {
-		return c.opError("set", net.ErrClosed)
-	}
-	if f := c.file.Load(); f != nil {
-		return f.SetReadDeadline(t)
-	}
-	c.rd.setDeadline(t)
-	return nil
-}
+func (c *Conn) SetReadDeadline(t time.Time) error { return c.setDeadlines(t, true, false) }
 
 // SetWriteDeadline sets the write deadline.
-func (c *Conn) SetWriteDeadline(t time.Time) error {
+func (c *Conn) SetWriteDeadline(t time.Time) error { return c.setDeadlines(t, false, true) }
+
+// setDeadlines sets the read deadline, the write deadline or both: the
+// waiters' before Promote, the file's after it. Under modeMu, so that a
+// deadline set while Promote runs is not lost between the two.
+func (c *Conn) setDeadlines(t time.Time, rd, wr bool) error {
 	if c.done.Load() {
 		return c.opError("set", net.ErrClosed)
 	}
+	c.modeMu.Lock()
+	defer c.modeMu.Unlock()
 	if f := c.file.Load(); f != nil {
+		switch {
+		case rd && wr:
+			return f.SetDeadline(t)
+		case rd:
+			return f.SetReadDeadline(t)
+		}
 		return f.SetWriteDeadline(t)
 	}
-	c.wr.setDeadline(t)
+	if rd {
+		c.rd.setDeadline(t)
+	}
+	if wr {
+		c.wr.setDeadline(t)
+	}
 	return nil
 }
 

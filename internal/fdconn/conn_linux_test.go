@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -88,6 +90,20 @@ func readAsync(c net.Conn, b []byte) chan result {
 	return ch
 }
 
+// held returns once a call holds mu, the lock of its direction (or of
+// Accept): the call has begun, and with nothing for it to find it waits.
+func held(t *testing.T, mu *sync.Mutex) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for mu.TryLock() {
+		mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("the call did not begin")
+		}
+		runtime.Gosched()
+	}
+}
+
 func await(t *testing.T, ch chan result) result {
 	t.Helper()
 	select {
@@ -113,20 +129,26 @@ func TestConnReadWrite(t *testing.T) {
 	r := newRig(t)
 	// A read that waits for the client, then one that finds bytes queued.
 	ch := readAsync(r.c, make([]byte, 16))
+	held(t, &r.c.rd.op)
 	if _, err := r.client.Write([]byte("hello")); err != nil {
 		t.Fatal(err)
 	}
 	if res := await(t, ch); res.err != nil || res.n != 5 {
 		t.Fatalf("read %d, %v", res.n, res.err)
 	}
-	// A write larger than both socket buffers: it waits for the client to
-	// read (the set starts reporting EPOLLOUT then).
-	big := bytes.Repeat([]byte("x"), 8<<20)
+	// A write larger than both socket buffers, however far loopback's
+	// autotuning grows them, to a client that reads nothing until it has
+	// found the socket full (the set reports EPOLLOUT from then on).
+	big := bytes.Repeat([]byte("x"), 32<<20)
 	wch := make(chan result, 1)
 	go func() {
 		n, err := r.c.Write(big)
 		wch <- result{n, err}
 	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for !r.c.writeEdges.Load() && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
 	got, err := io.ReadAll(io.LimitReader(r.client, int64(len(big))))
 	if err != nil || len(got) != len(big) {
 		t.Fatalf("client read %d, %v", len(got), err)
@@ -212,7 +234,8 @@ func TestConnCloseEndsWaits(t *testing.T) {
 		n, err := r.c.Write(bytes.Repeat([]byte("x"), 32<<20))
 		wch <- result{n, err}
 	}()
-	time.Sleep(20 * time.Millisecond) // let both wait; a late Close is the same test
+	held(t, &r.c.rd.op)
+	held(t, &r.c.wr.op)
 	if err := r.c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +328,7 @@ func TestConnPromote(t *testing.T) {
 	// A read that waits in the Poller when Promote comes goes on in the
 	// netpoller.
 	ch := readAsync(r.c, make([]byte, 1))
-	time.Sleep(20 * time.Millisecond)
+	held(t, &r.c.rd.op)
 	if err := r.c.Promote(); err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +376,7 @@ func TestConnPromote(t *testing.T) {
 	_ = r.c.SetReadDeadline(time.Time{})
 	// Close ends a waiting read with net.ErrClosed, as before Promote.
 	ch = readAsync(r.c, make([]byte, 1))
-	time.Sleep(20 * time.Millisecond)
+	held(t, &r.c.rd.op)
 	if err := r.c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +398,7 @@ func TestListenerClose(t *testing.T) {
 		}
 		ch <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
+	held(t, &r.l.mu)
 	if err := r.l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +422,7 @@ func TestListenerClose(t *testing.T) {
 func TestPollerCloseEndsWaits(t *testing.T) {
 	r := newRig(t)
 	ch := readAsync(r.c, make([]byte, 1))
-	time.Sleep(20 * time.Millisecond)
+	held(t, &r.c.rd.op)
 	if err := r.p.Close(); err != nil {
 		t.Fatal(err)
 	}
