@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -124,7 +125,8 @@ type Core struct {
 	started  time.Time     // the loop's clock's zero
 	now      time.Time     // read once per batch: what the batch's work counts by
 
-	sentinelsRun sync.WaitGroup // Close waits for the sentinels to end
+	sentinelsRun  sync.WaitGroup // Close waits for the sentinels to end
+	sentinelBacks atomic.Uint64  // sentinels' posts the loop took (tests)
 
 	// tlsPools: pools whose servers turned out to use TLS, which the
 	// loop cannot read raw; their sessions are not adopted.

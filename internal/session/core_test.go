@@ -350,3 +350,45 @@ func TestCoreKillRightAfterAdoption(t *testing.T) {
 	require.NoError(t, busy.QueryRow(ctx, "SELECT 1").Scan(&one))
 	require.Equal(t, 1, one)
 }
+
+// TestCoreStoppedSentinelStaysQuiet: a client that waits in the core's
+// queue starts a sentinel, an acquire in the pool's own queue. When the
+// loop's own release serves the client first, the loop stops the sentinel
+// and forgets it: the sentinel ends without a post, since it has nothing
+// to bring, and the loop is not woken for it. Before, every such wait
+// woke the loop once more (an eventfd write and read, an epoll wait).
+func TestCoreStoppedSentinelStaysQuiet(t *testing.T) {
+	d := startCore(t, "transaction", 1)
+	p, ok := d.Daemon.Pools.Lookup("appdb", "app")
+	require.True(t, ok)
+	dsn := d.DSN("app", "app-secret", "appdb")
+	holder, waiter := newRawClient(t, dsn), newRawClient(t, dsn)
+	begin := protocol.Query{String: "BEGIN"}.Encode(nil)
+	commit := protocol.Query{String: "COMMIT"}.Encode(nil)
+	sel := protocol.Query{String: "SELECT 1"}.Encode(nil)
+	poolWaiting := func(n int) func() bool {
+		return func() bool { return p.Conns().Stats().Waiting == n }
+	}
+	const rounds = 10
+	for i := 0; i < rounds; i++ {
+		require.NoError(t, holder.roundTrip(begin)) // the only server is the holder's
+		done := make(chan error, 1)
+		go func() { done <- waiter.roundTrip(sel) }()
+		require.Eventually(t, func() bool { return p.Stats.ClientsWaiting.Load() == 1 }, 5*time.Second, time.Millisecond,
+			"round %d: the waiter queues in the core", i)
+		require.Eventually(t, poolWaiting(1), 5*time.Second, time.Millisecond,
+			"round %d: its sentinel waits in the pool's queue", i)
+		require.NoError(t, holder.roundTrip(commit)) // the loop hands the server on
+		require.NoError(t, <-done, "round %d: the waiter is served", i)
+		require.Eventually(t, poolWaiting(0), 5*time.Second, time.Millisecond,
+			"round %d: the stopped sentinel left the pool's queue", i)
+	}
+	var s *session.Session
+	for _, x := range d.Daemon.Clients.List() {
+		s = x
+		break
+	}
+	require.NotNil(t, s)
+	require.Never(t, func() bool { return s.CoreSentinelBacks() > 0 }, 200*time.Millisecond, 5*time.Millisecond,
+		"a stopped sentinel with nothing to bring posted to the loop")
+}

@@ -141,6 +141,11 @@ func (c *Core) ensureSentinels(p *pooler.Pool, q *coreQueue) {
 		go func() {
 			defer c.sentinelsRun.Done()
 			pc, _, err := p.Conns().AcquireWaited(context.Background(), b)
+			if pc == nil && errors.Is(err, pool.ErrStopped) {
+				// The loop stopped it and forgot it (dequeue): nothing
+				// to bring, so no wake of the loop for it.
+				return
+			}
 			if !c.post(corePost{kind: postSentinel, p: p, pc: pc, err: err, stop: stop}) && pc != nil {
 				p.Release(pc)
 			}
@@ -179,17 +184,21 @@ func (c *Core) dequeue(cl *coreClient) {
 		// when those connects land, and a client that queues meanwhile
 		// (soon, on a pool that is growing) is served by them instead of
 		// by new acquires, each of which would count a burst-gate wait.
-		for _, stop := range q.sentinels {
-			select {
-			case stop <- struct{}{}:
-			default:
-			}
+		// A stopped sentinel is forgotten at once: it posts only what it
+		// got meanwhile (a server, handed on, or a connect's error), and
+		// until it has left the pool's queue a server released by the
+		// loop goes through the pool (Reuse does not count it as ours).
+		for i, stop := range q.sentinels {
+			stop <- struct{}{} // capacity 1, and each is stopped once
+			q.sentinels[i] = nil
 		}
+		q.sentinels = q.sentinels[:0]
 	}
 }
 
 // sentinelBack: a sentinel's acquire came back.
 func (c *Core) sentinelBack(p corePost) {
+	c.sentinelBacks.Add(1)
 	q := c.queues[p.p]
 	if q != nil {
 		for i, stop := range q.sentinels {
@@ -202,8 +211,9 @@ func (c *Core) sentinelBack(p corePost) {
 	switch {
 	case p.pc != nil:
 		c.handOn(p.p, p.pc)
-	case errors.Is(p.err, pool.ErrStopped), errors.Is(p.err, context.DeadlineExceeded):
-		// Stopped, or its head's deadline came: tick tells the head.
+	case errors.Is(p.err, context.DeadlineExceeded), errors.Is(p.err, pool.ErrStopped):
+		// Its head's deadline came: tick tells the head. (A stopped
+		// sentinel that got nothing does not post.)
 	case q != nil && len(q.clients) > 0:
 		// The pool could not give one (a failed connect, closed): its
 		// head is told, as a client whose own acquire failed.

@@ -1,0 +1,12 @@
+//go:build linux
+
+package session
+
+// CoreSentinelBacks is how many sentinels' posts the transaction core of
+// s's daemon has taken (0 without a core).
+func (s *Session) CoreSentinelBacks() uint64 {
+	if s.env.Core == nil {
+		return 0
+	}
+	return s.env.Core.sentinelBacks.Load()
+}
