@@ -64,6 +64,6 @@ func raiseFileLimitToHard() (uint64, error) {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return 0, fmt.Errorf("get open file limit: %w", err)
 	}
-	hard := min(lim.Max, fileLimitCeiling)
+	hard := uint64(min(lim.Max, fileLimitCeiling))
 	return hard, raiseFileLimit(int(hard))
 }

@@ -222,16 +222,20 @@ func checkBinaries(s Settings) (pgbench string, err error) {
 	return pgbench, nil
 }
 
+// rlimit is n as a syscall.Rlimit field, uint64 on Linux and int64 on
+// the BSDs (the first argument gives only the type).
+func rlimit[T int64 | uint64](_ T, n int) T { return T(n) }
+
 // raiseFileLimit lifts RLIMIT_NOFILE to at least n (children inherit it).
 func raiseFileLimit(n int) error {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return fmt.Errorf("get open file limit: %w", err)
 	}
-	if lim.Cur >= uint64(n) {
+	if uint64(lim.Cur) >= uint64(n) {
 		return nil
 	}
-	lim.Cur = uint64(n)
+	lim.Cur = rlimit(lim.Cur, n)
 	lim.Max = max(lim.Max, lim.Cur)
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return fmt.Errorf("raise open file limit to %d (run as root or raise ulimit -Hn): %w", n, err)

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // staleBuildAge is when an unfinished template build is taken as abandoned.
@@ -85,24 +83,5 @@ func killStaleServer(dataDir string) {
 	if err1 != nil || err2 != nil {
 		return
 	}
-	// Orphaned backends detach when they notice the postmaster is gone.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var desc unix.SysvShmDesc
-		if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &desc); err != nil {
-			return
-		}
-		// The id may have been reused by someone else: check the key too.
-		if k, ok := shmKey(&desc); !ok || k != key {
-			return
-		}
-		if desc.Nattch == 0 {
-			_, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil)
-			return
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(pollInterval)
-	}
+	removeStaleShm(key, id)
 }

@@ -2,16 +2,13 @@
 
 package pgtest
 
-import (
-	"syscall"
-
-	"golang.org/x/sys/unix"
-)
+import "syscall"
 
 // setParentDeathSignal does nothing: there is no Pdeathsig here, and a
 // server outlives a test binary that dies (CleanupStale finds it later).
 func setParentDeathSignal(*syscall.SysProcAttr) {}
 
-// shmKey: the descriptor here has no key to check an id against, so a
-// stale segment is left alone rather than risk another program's.
-func shmKey(*unix.SysvShmDesc) (int64, bool) { return 0, false }
+// removeStaleShm leaves a stale segment alone: not every system here has
+// System V shared memory calls in golang.org/x/sys/unix, nor a key in the
+// descriptor to check a reused id against.
+func removeStaleShm(int64, int) {}
