@@ -189,7 +189,10 @@ func (c *Core) dequeue(cl *coreClient) {
 		// until it has left the pool's queue a server released by the
 		// loop goes through the pool (Reuse does not count it as ours).
 		for i, stop := range q.sentinels {
-			stop <- struct{}{} // capacity 1, and each is stopped once
+			select {
+			case stop <- struct{}{}: // capacity 1: each is stopped once
+			default:
+			}
 			q.sentinels[i] = nil
 		}
 		q.sentinels = q.sentinels[:0]
