@@ -269,13 +269,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	w := &c.rd
-	w.op.Lock()
-	w.buf, w.n, w.errno = b, 0, 0
-	err := c.loopLocked(w, c.readFn)
-	n, errno := w.n, w.errno
-	w.buf = nil
-	w.op.Unlock()
+	n, errno, err := c.transfer(&c.rd, b, c.readFn)
 	switch {
 	case err != nil:
 		return 0, c.opError("read", err)
@@ -285,6 +279,18 @@ func (c *Conn) Read(b []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// transfer runs Read's or Write's loop over b with w's scratch: the bytes
+// moved, the system call's error and the wait's.
+func (c *Conn) transfer(w *waiter, b []byte, fn func(fd uintptr) bool) (int, syscall.Errno, error) {
+	w.op.Lock()
+	w.buf, w.n, w.errno = b, 0, 0
+	err := c.loopLocked(w, fn)
+	n, errno := w.n, w.errno
+	w.buf = nil
+	w.op.Unlock()
+	return n, errno, err
 }
 
 // doRead is Read's RawConn function, bound once (readFn): a Read
@@ -298,13 +304,7 @@ func (c *Conn) doRead(fd uintptr) bool {
 // Write writes all of b like net.Conn.Write, waiting while the socket is
 // full.
 func (c *Conn) Write(b []byte) (int, error) {
-	w := &c.wr
-	w.op.Lock()
-	w.buf, w.n, w.errno = b, 0, 0
-	err := c.loopLocked(w, c.writeFn)
-	written, errno := w.n, w.errno
-	w.buf = nil
-	w.op.Unlock()
+	written, errno, err := c.transfer(&c.wr, b, c.writeFn)
 	switch {
 	case err != nil:
 		return written, c.opError("write", err)
