@@ -54,9 +54,8 @@
 // console, and at startRun any session the core cannot adopt). Clients of
 // the unix socket are net.Conns from the start.
 //
-// With Env.Core (general.transaction_loop, on by default on Linux;
-// core_linux.go)
-// the transaction core owns plaintext transaction-mode sessions instead,
+// With Env.Core (general.transaction_loop, on by default on Linux) the
+// transaction core owns plaintext transaction-mode sessions instead,
 // from their first idle point: one event loop reads their sockets into
 // one buffer, attaches servers (clients that wait queue in the loop, FIFO
 // per pool, and a released server goes straight to the oldest: handOn),
@@ -71,7 +70,12 @@
 // its next idle point. The goroutine that adopts a session puts its socket
 // in the loop's set itself and leaves the session for the loop to take
 // before its next batch (Core.add), so an adoption does not wake the loop;
-// Kill and Migrate post to the loop and wake it.
+// Kill and Migrate post to the loop and wake it. Its files: the loop
+// itself (core_linux.go), one transaction from the client's bytes to the
+// release (core_tx_linux.go), the queue and the sentinels
+// (core_wait_linux.go), how clients and servers leave it
+// (core_end_linux.go), adoption (core_adopt_linux.go) and hand-back
+// (core_handback_linux.go).
 //
 // In transaction mode with prepared_statements a rewriter (rewriter.go)
 // sits on both directions: Client renames the client's statements for the
