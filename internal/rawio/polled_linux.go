@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -29,7 +30,9 @@ import (
 // became ready while serve ran, which a busy loop finds there without a
 // park and a netpoller wake-up (docs/benchmarks.md, "Twenty-seventh
 // pass"). A loop that never finds the set empty yields its P every
-// yieldEvery batches, so that goroutines queued behind it run.
+// yieldEvery batches, so that goroutines queued behind it run, and after
+// serving for yieldAfter it wakes its own set and waits in the netpoller
+// once, so that goroutines only the netpoller readies run too.
 //
 // Run's goroutine owns the batch; Ctl may be called from it, before Run
 // starts, or by an owner that orders its calls before Close itself. The
@@ -46,6 +49,10 @@ type PolledEpoll struct {
 	// comes after it fires the set's edge in the netpoller again: poll
 	// goes back to the netpoller without a look that finds nothing.
 	edge bool
+	// yieldAfter is how long poll serves before it lets the netpoller
+	// run (the constant yieldAfter; tests change it).
+	yieldAfter time.Duration
+	yields     atomic.Uint64 // how often it did (tests)
 
 	// closeMu orders Wake against Close: a Wake that comes late (its
 	// caller checked its own state, then the loop ended and was closed)
@@ -83,6 +90,8 @@ func NewPolledEpoll(batch int, serve func(events []unix.EpollEvent) bool) (*Poll
 		file:   os.NewFile(uintptr(epfd), "polled-epoll"),
 		events: make([]unix.EpollEvent, max(batch, 1)),
 		serve:  serve,
+
+		yieldAfter: yieldAfter,
 	}
 	// SetReadDeadline fails with os.ErrNoDeadline if the netpoller refused
 	// the descriptor; Run would then never wait.
@@ -177,9 +186,28 @@ func (p *PolledEpoll) Close() error {
 // the P (runtime.Gosched) to the goroutines queued behind it.
 const yieldEvery = 32
 
+// yieldAfter bounds how long poll serves a set that is never empty
+// without letting the netpoller run. runtime.Gosched puts the loop back
+// in the global run queue, which the scheduler takes before it polls the
+// network, so on one P a goroutine that waits for a socket (a login in
+// internal/fdconn's Poller, a TLS session) was readied only by sysmon's
+// poll, after up to 10 ms per wait. The scheduling latency that made
+// showed internal/procs a P that needed help, and it moved to two Ps,
+// which cost pg_doorman about a third more CPU per transaction at 100
+// clients (docs/benchmarks.md, "Thirty-first pass"). After yieldAfter
+// poll wakes its own set (Wake) and returns to the netpoller's wait: the
+// scheduler runs what is queued, polls the network, which finds this set
+// ready with the rest, and the loop goes on.
+const yieldAfter = time.Millisecond
+
+// yieldCheckEvents is how many events poll serves between looks at the
+// clock.
+const yieldCheckEvents = 64
+
 // poll serves batches until a look finds the set empty, then lets the
 // netpoller wait (false); true ends Run.
 func (p *PolledEpoll) poll(fd uintptr) bool {
+	start, events := time.Now(), 0
 	for served := 1; ; served++ {
 		n, err := EpollWait0(int(fd), p.events)
 		if errors.Is(err, unix.EINTR) {
@@ -197,6 +225,14 @@ func (p *PolledEpoll) poll(fd uintptr) bool {
 		}
 		if p.edge && n < len(p.events) {
 			return false
+		}
+		if events += n; events >= yieldCheckEvents {
+			events = 0
+			if time.Since(start) >= p.yieldAfter {
+				p.yields.Add(1)
+				p.Wake() // the set's edge: the netpoller readies the loop again
+				return false
+			}
 		}
 		if served%yieldEvery == 0 {
 			runtime.Gosched()

@@ -1,7 +1,11 @@
 package rawio
 
 import (
+	"net"
+	"os"
 	"runtime"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -112,6 +116,7 @@ func TestPolledEpollNoParkWhileBusy(t *testing.T) {
 	p, err = NewPolledEpoll(8, serve)
 	require.NoError(t, err)
 	defer p.Close()
+	p.yieldAfter = time.Hour // this serve ends Run on a wake
 	inner := p.pollFn
 	p.pollFn = func(fd uintptr) bool { polls.Add(1); return inner(fd) }
 	require.NoError(t, p.Ctl(unix.EPOLL_CTL_ADD, fds[0], unix.EPOLLIN))
@@ -172,6 +177,108 @@ func TestPolledEpollYields(t *testing.T) {
 	// three such turns. Without the yield it waits for the 10 ms
 	// preemption: thousands of batches.
 	require.LessOrEqual(t, n, int64(4*yieldEvery), "the goroutine behind the loop ran only after %d batches", n)
+}
+
+// TestPolledEpollLetsNetpollerRun: on one P, a loop whose set is never
+// empty still lets a goroutine that waits in Go's netpoller run once its
+// socket is ready: after yieldAfter poll waits in the netpoller itself,
+// and the goroutine runs then. runtime.Gosched alone leaves it to sysmon's
+// poll of the network, which comes after up to 10 ms.
+func TestPolledEpollLetsNetpollerRun(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	pair := func() [2]int {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		require.NoError(t, err)
+		return [2]int{fds[0], fds[1]}
+	}
+	busy, waited := pair(), pair()
+	defer unix.Close(busy[0])
+	defer unix.Close(busy[1])
+	defer unix.Close(waited[1])
+	_, err := unix.Write(busy[1], []byte{1}) // never read: always ready
+	require.NoError(t, err)
+	f := os.NewFile(uintptr(waited[0]), "waited")
+	conn, err := net.FileConn(f) // a dup, in the netpoller
+	require.NoError(t, f.Close())
+	require.NoError(t, err)
+	defer conn.Close()
+
+	var (
+		p       *PolledEpoll
+		started = make(chan struct{})
+		once    sync.Once
+		stop    atomic.Bool
+	)
+	serve := func(events []unix.EpollEvent) bool {
+		for _, ev := range events {
+			if p.IsWake(ev.Fd) {
+				p.DrainWake()
+			}
+		}
+		once.Do(func() { close(started) })
+		return !stop.Load()
+	}
+	p, err = NewPolledEpoll(8, serve)
+	require.NoError(t, err)
+	defer p.Close()
+	p.yieldAfter = 100 * time.Microsecond
+	require.NoError(t, p.Ctl(unix.EPOLL_CTL_ADD, busy[0], unix.EPOLLIN))
+
+	woke := make(chan uint64)
+	go readAndReport(conn, p, woke)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Run() }()
+	<-started // the loop is busy from here on; its Gosched lets this run
+
+	// Sysmon may poll the network between a write and the loop's next
+	// wait in the netpoller now and then; without that wait it is the
+	// only poll, and every round is its.
+	const rounds = 5
+	atYield := 0
+	for range rounds {
+		require.Eventually(t, func() bool { return inIOWait("rawio.readAndReport") },
+			5*time.Second, time.Millisecond, "the reader never waited in the netpoller")
+		before := p.yields.Load()
+		_, err = unix.Write(waited[1], []byte{1})
+		require.NoError(t, err)
+		select {
+		case at := <-woke:
+			if at > before && at <= before+2 { // at the first wait after the write, or the next
+				atYield++
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the netpoller's goroutine never ran")
+		}
+	}
+	stop.Store(true)
+	p.Wake()
+	<-done
+	require.Greater(t, atYield, rounds/2, "the reader ran at the loop's wait in the netpoller in %d of %d rounds", atYield, rounds)
+}
+
+// readAndReport reads conn a byte at a time, reporting p's yields after
+// each byte.
+func readAndReport(conn net.Conn, p *PolledEpoll, woke chan<- uint64) {
+	var b [1]byte
+	for {
+		if _, err := conn.Read(b[:]); err != nil {
+			return
+		}
+		woke <- p.yields.Load()
+	}
+}
+
+// inIOWait reports whether a goroutine whose stack names fn waits in the
+// netpoller.
+func inIOWait(fn string) bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "[IO wait") && strings.Contains(g, fn) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestPolledEpollWakeAfterClose: a Wake that comes after Close (a caller
