@@ -40,8 +40,10 @@
 // set with its wait, its batches and an eventfd to wake it
 // (internal/session's transaction core, internal/relay's loops,
 // internal/idlepark and bench/floor's txpool run on it). It goes back to
-// the netpoller only when a look at the set finds nothing, and yields its
-// P every few dozen batches while it does not; a set of edge-triggered
+// the netpoller when a look at the set finds nothing; while the set is
+// never empty it yields its P every few dozen batches and waits in the
+// netpoller once a millisecond (after waking itself), so that the
+// goroutines only the netpoller readies run too; a set of edge-triggered
 // members only (NewEdgePolledEpoll, internal/fdconn's Poller) goes back
 // after a batch that did not fill its events, without that look. Its
 // owner closes it after Run; a Wake after that does nothing.
