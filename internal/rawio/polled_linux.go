@@ -204,8 +204,9 @@ const yieldAfter = time.Millisecond
 // clock.
 const yieldCheckEvents = 64
 
-// poll serves batches until a look finds the set empty, then lets the
-// netpoller wait (false); true ends Run.
+// poll serves batches until a look finds the set empty, or for
+// yieldAfter (then it wakes the set first), and lets the netpoller wait
+// (false); true ends Run.
 func (p *PolledEpoll) poll(fd uintptr) bool {
 	start, events := time.Now(), 0
 	for served := 1; ; served++ {
