@@ -15,7 +15,12 @@
 // scheduler's own: how long a runnable goroutine waits for a P
 // (runtime/metrics /sched/latencies:seconds), with the process's CPU use.
 // Its 90th percentile on two Ps was 0.45–0.8 ms where one P is as good
-// and 1.6–2.1 ms where it is not.
+// and 1.6–2.1 ms where it is not. Those figures are the goroutine path's;
+// the transaction core runs those loads on one P with less CPU, as long
+// as its busy loop lets the netpoller run (internal/rawio's PolledEpoll,
+// once a millisecond): before it did, goroutines behind it waited up to
+// 10 ms and the rule moved to two Ps for nothing (docs/benchmarks.md,
+// thirty-first pass).
 //
 // Run looks every Interval. On the default Ps it goes to one after
 // DownAfter windows in a row below DownCPU cores and with the 90th
