@@ -214,9 +214,9 @@ func (c *Core) sentinelBack(p corePost) {
 	switch {
 	case p.pc != nil:
 		c.handOn(p.p, p.pc)
-	case errors.Is(p.err, context.DeadlineExceeded), errors.Is(p.err, pool.ErrStopped):
+	case errors.Is(p.err, context.DeadlineExceeded):
 		// Its head's deadline came: tick tells the head. (A stopped
-		// sentinel that got nothing does not post.)
+		// sentinel that got nothing does not post: ensureSentinels.)
 	case q != nil && len(q.clients) > 0:
 		// The pool could not give one (a failed connect, closed): its
 		// head is told, as a client whose own acquire failed.
