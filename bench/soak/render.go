@@ -31,8 +31,8 @@ func Render(r Report) string {
 		s.Clients, s.PoolSize, r.Elapsed.Round(time.Second), r.Commit, r.Postgres, r.Date.Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "One row per sample (mm:ss since the load started; \"stopped\": after the clients stopped, not judged); "+
 		"work columns count what finished in the interval before the sample. "+
-		"Warm-up %s: RSS is judged on the samples from then on, by (max - min) / min <= %.0f%%.\n\n",
-		s.WarmupTime(), 100*s.Tolerance)
+		"Warm-up %s: RSS is judged on the samples from then on, by (max - min) / min <= %.0f%% or max - min <= %s.\n\n",
+		s.WarmupTime(), 100*s.Tolerance, mib(s.Slack))
 	b.WriteString("| at | RSS MiB | VmHWM MiB | heap MiB | goroutines | fds |")
 	for _, k := range tableKinds {
 		fmt.Fprintf(&b, " %s |", k)

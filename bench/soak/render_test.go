@@ -21,7 +21,7 @@ func TestRender(t *testing.T) {
 	}
 	rep := Report{Settings: s, Commit: "abc123", Postgres: "PostgreSQL 15", Elapsed: 2 * time.Minute, Samples: smp,
 		Totals: minute, Errors: []ErrorText{{Kind: KindTPCB, Text: "a | b", Count: 1}},
-		Verdict: Judge(smp, time.Minute, 0.05, 1, true)}
+		Verdict: Judge(smp, time.Minute, 0.05, 4*mb, 1, true)}
 	out := Render(rep)
 	lines := strings.Split(out, "\n")
 	var header, sep string

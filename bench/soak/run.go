@@ -135,7 +135,7 @@ func load(ctx context.Context, s Settings, d *harness.Doorman, p *probe, out io.
 	}
 	rep.Totals = counters.Snapshot()
 	rep.Errors = counters.ErrorTexts()
-	rep.Verdict = Judge(rep.Samples, s.WarmupTime(), s.Tolerance, Sum(rep.Totals.Unexpected), !rep.Interrupted)
+	rep.Verdict = Judge(rep.Samples, s.WarmupTime(), s.Tolerance, s.Slack, Sum(rep.Totals.Unexpected), !rep.Interrupted)
 	return runErr
 }
 

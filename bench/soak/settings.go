@@ -16,6 +16,7 @@ type Settings struct {
 	Warmup    time.Duration // SOAK_WARMUP: samples before this are not judged; 0: derived
 	Scale     int           // SOAK_SCALE: pgbench -i -s
 	Tolerance float64       // SOAK_RSS_TOLERANCE: allowed (max-min)/min of RSS after warm-up
+	Slack     int64         // SOAK_RSS_SLACK (MiB): max-min of RSS after warm-up that passes whatever the fraction
 	Out       string        // SOAK_OUT: Markdown fragment file; "": print only
 	NoKills   bool          // SOAK_KILLS=0: no kill kinds, to tell their effects apart
 
@@ -27,7 +28,7 @@ type Settings struct {
 func DefaultSettings() Settings {
 	return Settings{
 		Duration: 30 * time.Minute, Clients: 400, PoolSize: 40, Interval: time.Minute,
-		Scale: 10, Tolerance: 0.05, DoormanBin: "bin/pg_doorman", RepoDir: ".",
+		Scale: 10, Tolerance: 0.05, Slack: 4 << 20, DoormanBin: "bin/pg_doorman", RepoDir: ".",
 	}
 }
 
@@ -67,6 +68,14 @@ func (s Settings) ApplyEnv(getenv func(string) string) (Settings, error) {
 			errs = append(errs, fmt.Errorf("SOAK_RSS_TOLERANCE=%q: want a fraction such as 0.05", v))
 		} else {
 			s.Tolerance = f
+		}
+	}
+	if v := getenv("SOAK_RSS_SLACK"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || f > 1024 {
+			errs = append(errs, fmt.Errorf("SOAK_RSS_SLACK=%q: want MiB such as 4 (0 to 1024)", v))
+		} else {
+			s.Slack = int64(f * (1 << 20))
 		}
 	}
 	switch v := getenv("SOAK_KILLS"); v {

@@ -21,15 +21,17 @@ func TestApplyEnv(t *testing.T) {
 			require.Equal(t, 400, s.Clients)
 			require.Equal(t, 40, s.PoolSize)
 			require.Equal(t, 5*time.Minute, s.WarmupTime())
+			require.Equal(t, int64(4<<20), s.Slack)
 		}, nil},
 		{"validation run", map[string]string{"SOAK_DURATION": "3m", "SOAK_CLIENTS": "50", "SOAK_POOL_SIZE": "10",
-			"SOAK_OUT": "/tmp/x.md", "SOAK_KILLS": "0", "SOAK_RSS_TOLERANCE": "0.1"}, func(t *testing.T, s Settings) {
+			"SOAK_OUT": "/tmp/x.md", "SOAK_KILLS": "0", "SOAK_RSS_TOLERANCE": "0.1", "SOAK_RSS_SLACK": "2.5"}, func(t *testing.T, s Settings) {
 			require.Equal(t, 3*time.Minute, s.Duration)
 			require.Equal(t, 50, s.Clients)
 			require.Equal(t, 10, s.PoolSize)
 			require.Equal(t, "/tmp/x.md", s.Out)
 			require.True(t, s.NoKills)
 			require.InDelta(t, 0.1, s.Tolerance, 1e-12)
+			require.Equal(t, int64(2.5*(1<<20)), s.Slack)
 			require.Equal(t, time.Minute, s.WarmupTime())
 		}, nil},
 		{"explicit warm-up", map[string]string{"SOAK_DURATION": "10m", "SOAK_WARMUP": "90s"}, func(t *testing.T, s Settings) {
@@ -39,8 +41,8 @@ func TestApplyEnv(t *testing.T) {
 			require.Equal(t, 20*time.Second, s.WarmupTime())
 		}, nil},
 		{"every bad value reported", map[string]string{"SOAK_DURATION": "30", "SOAK_CLIENTS": "-1", "SOAK_POOL_SIZE": "x",
-			"SOAK_KILLS": "yes", "SOAK_RSS_TOLERANCE": "5"}, nil,
-			[]string{`SOAK_DURATION="30"`, `SOAK_CLIENTS="-1"`, `SOAK_POOL_SIZE="x"`, `SOAK_KILLS="yes"`, `SOAK_RSS_TOLERANCE="5"`}},
+			"SOAK_KILLS": "yes", "SOAK_RSS_TOLERANCE": "5", "SOAK_RSS_SLACK": "-1"}, nil,
+			[]string{`SOAK_DURATION="30"`, `SOAK_CLIENTS="-1"`, `SOAK_POOL_SIZE="x"`, `SOAK_KILLS="yes"`, `SOAK_RSS_TOLERANCE="5"`, `SOAK_RSS_SLACK="-1"`}},
 		{"warm-up longer than the run", map[string]string{"SOAK_DURATION": "2m", "SOAK_WARMUP": "2m"}, nil,
 			[]string{"SOAK_WARMUP 2m0s leaves nothing"}},
 		{"interval longer than the run", map[string]string{"SOAK_DURATION": "30s"}, nil,
