@@ -141,6 +141,16 @@ func (r *Reader) Prime(b []byte) {
 	r.r, r.w = 0, copy(r.buf, b)
 }
 
+// Unread returns the bytes already read from the underlying reader but
+// not yet returned (Buffered of them), valid until the next call on r:
+// what a new Reader over the same stream must be primed with.
+func (r *Reader) Unread() []byte {
+	if r.buf == nil {
+		return r.hdr[:r.hdrN]
+	}
+	return r.buf[r.r:r.w]
+}
+
 // Buffered reports how many bytes are already read from the underlying reader but not yet returned.
 func (r *Reader) Buffered() int { return r.w - r.r + r.hdrN }
 

@@ -493,6 +493,68 @@ func TestReaderPrime(t *testing.T) {
 	require.Zero(t, r.Buffered(), "nothing primed")
 }
 
+// TestReaderUnread: what a Reader read ahead, handed to a new Reader over
+// the same stream with Prime, yields the rest of the stream unchanged:
+// whole messages read along, part of one, and a header read while the
+// buffer was released.
+func TestReaderUnread(t *testing.T) {
+	q := frame('Q', []byte("select 1\x00"))
+	stream := append(append(frame('p', []byte("secret\x00")), q...), frame('X', nil)...)
+	tests := []struct {
+		name    string
+		chunk   int  // the source's reads return at most this many bytes
+		release bool // release after the first message, then peek
+		unread  int
+	}{
+		{"the rest read along", len(stream), false, len(stream) - 12},
+		// The first read takes a header (5 bytes), the next one n.
+		{"part of the next message", 9, false, 2},
+		{"nothing read ahead", 7, false, 0},
+		{"a header read while released", 7, true, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := &chunkReader{b: stream, n: tt.chunk}
+			r := NewReader(src, 0, 0)
+			f, err := r.Next()
+			require.NoError(t, err)
+			require.Equal(t, byte('p'), f.Type())
+			if tt.release {
+				r.Release()
+				_, _, err := r.PeekHeader()
+				require.NoError(t, err)
+			}
+			require.Len(t, r.Unread(), tt.unread)
+			require.Equal(t, tt.unread, r.Buffered())
+			next := NewReader(src, 0, 0)
+			next.Prime(r.Unread())
+			f, err = next.Next()
+			require.NoError(t, err)
+			require.Equal(t, q, []byte(f))
+			f, err = next.Next()
+			require.NoError(t, err)
+			require.Equal(t, byte('X'), f.Type())
+			_, err = next.Next()
+			require.ErrorIs(t, err, io.EOF)
+		})
+	}
+}
+
+// chunkReader returns b in reads of at most n bytes.
+type chunkReader struct {
+	b []byte
+	n int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if len(c.b) == 0 {
+		return 0, io.EOF
+	}
+	m := copy(p[:min(len(p), c.n)], c.b)
+	c.b = c.b[m:]
+	return m, nil
+}
+
 // frame is a message of type typ with body b.
 func frame(typ byte, b []byte) []byte {
 	f := []byte{typ, 0, 0, 0, 0}

@@ -62,7 +62,7 @@ func (s *Session) serveAdmin(ctx context.Context) error {
 		return err
 	}
 	_ = s.nc.SetDeadline(zeroTime)
-	s.crd = protocol.NewReader(s.nc, 0, MaxAdminMessage)
+	s.replaceReader(s.nc, MaxAdminMessage)
 	if s.env.Admin == nil {
 		return errors.New("admin console not available")
 	}

@@ -566,3 +566,80 @@ func TestHostilePipelinedLogin(t *testing.T) {
 		require.NoError(t, c.nc.Close())
 	}
 }
+
+// TestHostilePipelinedQueryAfterPassword: a client that sends its first
+// query in the same write as its last login message (it does not wait for
+// AuthenticationOk) has that query answered after the welcome: the bytes
+// read along with the password are not lost when the session starts.
+func TestHostilePipelinedQueryAfterPassword(t *testing.T) {
+	d := start(t, "", "transaction", 2)
+	// untilZ reads up to a ReadyForQuery, an error or the stream's end.
+	untilZ := func(c *hsConn) []string {
+		var got []string
+		for len(got) < 30 {
+			m, body := c.message()
+			if m == "D" {
+				m += " " + string(body[6:])
+			}
+			got = append(got, m)
+			if m == "Z" || strings.HasPrefix(m, "E ") || len(m) > 1 && m[1] != ' ' {
+				break
+			}
+		}
+		return got
+	}
+	scram := func(password string, query []byte) func(*hsConn) {
+		return func(c *hsConn) {
+			cl := auth.NewSCRAMClientPassword(password, nil)
+			c.send(protocol.SASLInitialResponse{Mechanism: auth.SCRAMMechanism, Data: cl.ClientFirst()}.Encode(nil))
+			m, body := c.message()
+			require.Equal(t, "R 11", m)
+			final, err := cl.ServerFirst(body[4:])
+			require.NoError(t, err)
+			c.send(append(protocol.SASLResponse{Data: final}.Encode(nil), query...))
+		}
+	}
+	query := protocol.Query{String: "select 40+2"}.Encode(nil)
+	tests := []struct {
+		name      string
+		ssl       bool // an SSLRequest first (answered 'N')
+		user, db  string
+		challenge string
+		answer    func(*hsConn)
+		welcome   string
+		want      []string // prefixes of the answer's messages
+	}{
+		{"md5", false, "app_md5", "appdb", "R 5", func(c *hsConn) {}, "R 0", []string{"T", "D 42", "C", "Z"}},
+		{"scram", false, "app", "appdb", "R 10", scram("app-secret", query), "R 12", []string{"T", "D 42", "C", "Z"}},
+		{"scram after an SSLRequest", true, "app", "appdb", "R 10", scram("app-secret", query), "R 12", []string{"T", "D 42", "C", "Z"}},
+		{"admin console", false, "admin", "pgdoorman", "R 10", scram("admin-secret", protocol.Query{String: "SHOW VERSION"}.Encode(nil)),
+			"R 12", []string{"T", "D PgDoorman ", "C", "Z"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := hsDial(t, d.Port)
+			if tt.ssl {
+				c.send(hsSSL.b)
+				require.Equal(t, "N", c.byteAnswer())
+			}
+			c.send(hsStartup(hsV30, "user", tt.user, "database", tt.db).b)
+			m, body := c.message()
+			require.Equal(t, tt.challenge, m)
+			if tt.challenge == "R 5" {
+				var salt [4]byte
+				copy(salt[:], body[4:8])
+				resp := auth.MD5Response(auth.MD5Verifier("app_md5", "md5-secret"), salt)
+				c.send(append(protocol.PasswordMessage{Password: resp}.Encode(nil), query...))
+			}
+			tt.answer(c)
+			welcome := untilZ(c)
+			require.Equal(t, tt.welcome, welcome[0])
+			require.Equal(t, "Z", welcome[len(welcome)-1], "welcome: %v", welcome)
+			got := untilZ(c)
+			require.Len(t, got, len(tt.want), "answer: %v", got)
+			for i, w := range tt.want {
+				require.True(t, strings.HasPrefix(got[i], w), "answer: %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"syscall"
@@ -187,6 +188,20 @@ func (s *Session) adopt(ctx context.Context, st *MigrationState) error {
 	return s.startRun(ctx)
 }
 
+// replaceReader gives the session a client reader over src with limit
+// maxLen. What the old one read ahead (a client that sent its first query
+// with its last login message, without waiting for AuthenticationOk) is
+// the new one's first input, and the old one's buffer goes back.
+func (s *Session) replaceReader(src io.Reader, maxLen int) {
+	rd := protocol.NewReader(src, 0, maxLen)
+	if old := s.crd; old != nil {
+		rd.Prime(old.Unread())
+		old.Reset(nil)
+		old.Release()
+	}
+	s.crd = rd
+}
+
 // migratedPool finds the pool of a migrated client in this configuration.
 func (s *Session) migratedPool(st *MigrationState) (*pooler.Pool, error) {
 	if p, ok := s.env.Pools.Lookup(s.Database, s.User); ok {
@@ -208,7 +223,7 @@ func (s *Session) startRun(ctx context.Context) error {
 	}
 	g := s.general()
 	s.clientRead = newClientRead(s.env, s.nc, g.ProxyCopyDataTimeout)
-	s.crd = protocol.NewReader(&s.guard, 0, MaxClientMessage)
+	s.replaceReader(&s.guard, MaxClientMessage)
 	s.fresh = true
 	return s.run(ctx)
 }
