@@ -184,6 +184,33 @@ func FuzzDecodeStartup(f *testing.F) {
 	})
 }
 
+// FuzzNextStartup: NextStartup reads any stream as ReadStartup does, packet
+// by packet (the same payloads, then the same error), whatever the sizes of
+// the source's reads.
+func FuzzNextStartup(f *testing.F) {
+	f.Add(append(SSLRequest{}.Encode(nil), StartupMessage{ProtocolVersion: ProtocolVersion3,
+		Parameters: map[string]string{"user": "u"}, Order: []string{"user"}}.Encode(nil)...), uint8(3))
+	f.Add(CancelRequest{ProcessID: 1, SecretKey: 2}.Encode(nil), uint8(0))
+	f.Add([]byte{0, 0, 0, 7, 1, 2, 3}, uint8(1))
+	f.Add([]byte{0, 0, 0x27, 0x11}, uint8(200))
+	f.Fuzz(func(t *testing.T, stream []byte, chunk uint8) {
+		plain := bytes.NewReader(stream)
+		r := NewReader(&chunkReader{b: stream, n: int(chunk) + 1}, 0, 0)
+		for {
+			want, werr := ReadStartup(plain, 0)
+			got, gerr := r.NextStartup(0)
+			if werr != nil || gerr != nil {
+				require.Equal(t, werr == nil, gerr == nil, "ReadStartup: %v, NextStartup: %v", werr, gerr)
+				for _, e := range []error{io.EOF, io.ErrUnexpectedEOF, ErrInvalidLength, ErrMessageTooLarge} {
+					require.Equal(t, errors.Is(werr, e), errors.Is(gerr, e), "ReadStartup: %v, NextStartup: %v", werr, gerr)
+				}
+				return
+			}
+			require.Equal(t, want, got)
+		}
+	})
+}
+
 // checkNegotiation: the NegotiateProtocolVersion for a decoded startup
 // message lists exactly its "_pq_." parameters, is due exactly when the
 // minor version is above 0 or there are such options, and round-trips.

@@ -32,12 +32,9 @@ func ReadStartup(r io.Reader, maxLen int) ([]byte, error) {
 	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
 		return nil, fmt.Errorf("read startup packet length: %w", err)
 	}
-	length := binary.BigEndian.Uint32(lenBuf[:])
-	switch {
-	case length < 8: // length word plus a request code
-		return nil, fmt.Errorf("%w: startup packet declares length %d", ErrInvalidLength, length)
-	case uint64(length) > uint64(maxLen):
-		return nil, &MessageTooLargeError{Length: int(length), Max: maxLen}
+	length, err := startupLength(lenBuf[:], maxLen)
+	if err != nil {
+		return nil, err
 	}
 	payload := make([]byte, length-4)
 	if _, err := io.ReadFull(r, payload); err != nil {
@@ -47,6 +44,50 @@ func ReadStartup(r io.Reader, maxLen int) ([]byte, error) {
 		return nil, fmt.Errorf("read startup packet: %w", err)
 	}
 	return payload, nil
+}
+
+// NextStartup is ReadStartup through r's buffer: the packet and whatever
+// the client sent along with it (the next packet, its first login message)
+// take one read of the socket, and what was read along stays buffered for
+// the next call on r. The payload is valid until then. maxLen is ReadStartup's;
+// r's own limit does not apply, its buffer grows to the packet if needed.
+func (r *Reader) NextStartup(maxLen int) ([]byte, error) {
+	if r.broken != nil {
+		return nil, r.broken
+	}
+	if maxLen <= 0 {
+		maxLen = MaxStartupPacketLength
+	}
+	r.acquire(r.bufSize)
+	if err := r.fill(4); err != nil {
+		return nil, fmt.Errorf("read startup packet length: %w", err)
+	}
+	length, err := startupLength(r.buf[r.r:r.r+4], maxLen)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.fill(length); err != nil {
+		return nil, fmt.Errorf("read startup packet: %w", err)
+	}
+	p := r.buf[r.r+4 : r.r+length : r.r+length]
+	r.r += length
+	if r.r == r.w {
+		r.r, r.w = 0, 0
+	}
+	return p, nil
+}
+
+// startupLength validates a startup packet's length word (the whole packet,
+// the word included): at least the word and a request code, at most maxLen.
+func startupLength(b []byte, maxLen int) (int, error) {
+	length := binary.BigEndian.Uint32(b)
+	switch {
+	case length < 8: // length word plus a request code
+		return 0, fmt.Errorf("%w: startup packet declares length %d", ErrInvalidLength, length)
+	case uint64(length) > uint64(maxLen):
+		return 0, &MessageTooLargeError{Length: int(length), Max: maxLen}
+	}
+	return int(length), nil
 }
 
 // DecodeStartup classifies a startup payload (as returned by ReadStartup) and returns

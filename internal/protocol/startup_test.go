@@ -112,22 +112,72 @@ func TestReadStartupErrors(t *testing.T) {
 		{"eof after length", be(16), 0, io.ErrUnexpectedEOF},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := ReadStartup(bytes.NewReader(tc.input), tc.maxLen)
-			require.ErrorIs(t, err, tc.want)
-		})
+		for name, read := range startupReaders {
+			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				_, err := read(bytes.NewReader(tc.input), tc.maxLen)
+				require.ErrorIs(t, err, tc.want)
+			})
+		}
 	}
+}
+
+// startupReaders are the two ways of reading a startup packet: each call
+// of NextStartup's here is on a Reader of its own.
+var startupReaders = map[string]func(io.Reader, int) ([]byte, error){
+	"ReadStartup": ReadStartup,
+	"NextStartup": func(r io.Reader, maxLen int) ([]byte, error) { return NewReader(r, 0, 0).NextStartup(maxLen) },
 }
 
 func TestReadStartupRejectsBeforeReadingPayload(t *testing.T) {
 	t.Parallel()
 	// Only the length is available: a too-large packet must fail without waiting for
 	// (or allocating) the payload.
-	var le *MessageTooLargeError
-	_, err := ReadStartup(bytes.NewReader(binary.BigEndian.AppendUint32(nil, 1<<31)), 0)
-	require.ErrorAs(t, err, &le)
-	require.Equal(t, 1<<31, le.Length)
-	require.Equal(t, MaxStartupPacketLength, le.Max)
+	for name, read := range startupReaders {
+		t.Run(name, func(t *testing.T) {
+			var le *MessageTooLargeError
+			_, err := read(bytes.NewReader(binary.BigEndian.AppendUint32(nil, 1<<31)), 0)
+			require.ErrorAs(t, err, &le)
+			require.Equal(t, 1<<31, le.Length)
+			require.Equal(t, MaxStartupPacketLength, le.Max)
+		})
+	}
+}
+
+// TestNextStartupReadsAhead: NextStartup takes a packet and what came with
+// it in one read, and the packets, then the typed messages after them,
+// come out as the stream has them.
+func TestNextStartupReadsAhead(t *testing.T) {
+	t.Parallel()
+	stream := SSLRequest{}.Encode(nil)
+	stream = StartupMessage{ProtocolVersion: ProtocolVersion3, Parameters: map[string]string{"user": "u"}, Order: []string{"user"}}.Encode(stream)
+	stream = PasswordMessage{Password: "secret"}.Encode(stream)
+	src := &countingReader{r: bytes.NewReader(stream)}
+	r := NewReader(src, 0, 0)
+	p, err := r.NextStartup(0)
+	require.NoError(t, err)
+	require.Equal(t, SSLRequest{}.Encode(nil)[4:], p)
+	require.Equal(t, 1, src.reads, "one read for everything the stream had")
+	p, err = r.NextStartup(0)
+	require.NoError(t, err)
+	m, err := DecodeStartup(p)
+	require.NoError(t, err)
+	require.Equal(t, "u", m.(*StartupMessage).Parameters["user"])
+	f, err := r.Next()
+	require.NoError(t, err)
+	require.Equal(t, byte(MsgPassword), f.Type())
+	require.Zero(t, r.Buffered())
+	require.Equal(t, 1, src.reads)
+}
+
+// countingReader counts the reads made of r.
+type countingReader struct {
+	r     io.Reader
+	reads int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	c.reads++
+	return c.r.Read(p)
 }
 
 func TestProtocolNegotiation(t *testing.T) {

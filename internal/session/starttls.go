@@ -29,18 +29,21 @@ type TLSMetrics interface {
 // SSLRequest (whose first byte, of a length of 8, is 0).
 const tlsRecordHandshake = 0x16
 
-// peekDirectTLS reads the client's first byte when TLS is offered. It
-// returns the reader the startup packet is read from (the byte put back)
-// and whether the client starts a TLS handshake right away.
-func (s *Session) peekDirectTLS() (io.Reader, bool, error) {
+// peekDirectTLS reads the client's first byte when TLS is offered and
+// reports whether the client starts a TLS handshake right away. Otherwise
+// the byte is put back in front of the login's reader (s.crd), which reads
+// the startup packet. It is read alone, so that a handshake finds every
+// byte after it still on the socket.
+func (s *Session) peekDirectTLS() (bool, error) {
 	var b [1]byte
 	if _, err := io.ReadFull(s.nc, b[:]); err != nil {
-		return nil, false, fmt.Errorf("read startup packet length: %w", err)
+		return false, fmt.Errorf("read startup packet length: %w", err)
 	}
 	if b[0] == tlsRecordHandshake {
-		return nil, true, nil
+		return true, nil
 	}
-	return io.MultiReader(&byteReader{b: b[0]}, s.nc), false, nil
+	s.crd.Prime(b[:])
+	return false, nil
 }
 
 // byteReader yields one byte, then EOF.
@@ -77,7 +80,7 @@ func (s *Session) acceptSSLRequest(ctx context.Context) error {
 	if err := s.waitHandshakeSlot(ctx); err != nil {
 		return err
 	}
-	early := unreadInput(s.raw)
+	early := s.earlyInput()
 	if _, err := s.nc.Write([]byte{'S'}); err != nil {
 		return fmt.Errorf("accept SSL request: %w", err)
 	}

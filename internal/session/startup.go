@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"time"
 
@@ -22,13 +21,17 @@ import (
 // violation (08P01). With tls_mode require or verify-full a plaintext
 // StartupMessage is refused ("SSL required", as PgBouncer says it); a
 // plaintext CancelRequest is still forwarded (libpq sends them so).
+//
+// The packets are read through the login's reader (s.crd): a packet and what
+// the client sent along with it take one read, and those bytes are the
+// next packet's or the first login message's.
 func (s *Session) readStartup(ctx context.Context) (*protocol.StartupMessage, error) {
 	var sslDone, gssDone bool
 	tlsOn := s.env.TLS.Enabled() && !s.Local
+	s.crd = protocol.NewReader(s.nc, 0, MaxAuthMessage)
 	for first := true; ; first = false {
-		var r io.Reader = s.nc
 		if first && tlsOn {
-			pr, direct, err := s.peekDirectTLS()
+			direct, err := s.peekDirectTLS()
 			if err != nil {
 				return nil, err
 			}
@@ -36,12 +39,12 @@ func (s *Session) readStartup(ctx context.Context) (*protocol.StartupMessage, er
 				if err := s.acceptDirectTLS(ctx); err != nil {
 					return nil, err
 				}
+				s.crd.Reset(s.nc)
 				sslDone, gssDone = true, true
 				continue
 			}
-			r = pr
 		}
-		payload, err := protocol.ReadStartup(r, 0)
+		payload, err := s.crd.NextStartup(0)
 		if err != nil {
 			if errors.Is(err, protocol.ErrInvalidLength) || errors.Is(err, protocol.ErrMessageTooLarge) {
 				s.loginFailed("protocol")
@@ -75,7 +78,8 @@ func (s *Session) readStartup(ctx context.Context) (*protocol.StartupMessage, er
 			if err := s.acceptSSLRequest(ctx); err != nil {
 				return nil, err
 			}
-			gssDone = true // as PostgreSQL: no GSSENCRequest inside TLS
+			s.crd.Reset(s.nc) // nothing was buffered: acceptSSLRequest refuses that
+			gssDone = true    // as PostgreSQL: no GSSENCRequest inside TLS
 		case *protocol.GSSENCRequest:
 			if err := s.refuseEncryption(m); err != nil {
 				return nil, err
@@ -116,7 +120,7 @@ func (s *Session) connKind() string {
 // encryption accepted, plaintext a man in the middle could have injected):
 // PostgreSQL refuses them after its answer, and so do we.
 func (s *Session) refuseEncryption(m any) error {
-	early := unreadInput(s.raw)
+	early := s.earlyInput()
 	if _, err := s.nc.Write([]byte{'N'}); err != nil {
 		return fmt.Errorf("refuse encryption: %w", err)
 	}
@@ -185,9 +189,11 @@ read:
 	_, _ = nc.Write(protocol.AppendError(nil, "FATAL", code, msg))
 }
 
-// unreadInput reports whether the client has sent bytes not read yet (the
-// kernel's receive queue, TIOCINQ): what PostgreSQL's pq_buffer_has_data
-// checks after answering an SSLRequest or GSSENCRequest. Off Linux it is
-// false, and pipelined bytes after an SSLRequest are read as the next
-// packet.
-func unreadInput(nc net.Conn) bool { return rawio.InputQueued(nc) > 0 }
+// earlyInput reports whether the client has sent bytes after its
+// SSLRequest or GSSENCRequest that were not asked for yet: bytes the login's
+// reader read along with the request (what PostgreSQL's
+// pq_buffer_has_data checks), or bytes in the kernel's receive queue
+// (TIOCINQ; off Linux never, and those bytes are read as the next packet).
+func (s *Session) earlyInput() bool {
+	return s.crd.Buffered() > 0 || rawio.InputQueued(s.raw) > 0
+}
