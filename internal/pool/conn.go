@@ -25,11 +25,17 @@ type Conn[T Resource] struct {
 	state       connState
 	permit      Permit // the coordinator permit, nil without one
 	replaced    bool   // a pre-replacement was opened for it
-	probe       bool   // checkout probes it: decided under the pool's lock when it left idle
+	probe       bool   // checkout probes it: decided under the pool's lock when it left idle, cleared when it comes back
 }
 
 // CreatedAt is when the connection was opened.
 func (c *Conn[T]) CreatedAt() time.Time { return c.createdAt }
+
+// Probed reports whether the checkout that gave c to its holder ran the
+// idle probe on it (Options.Check, for a connection idle past
+// IdleCheckTimeout) and the probe passed. Only the holder may ask, before
+// it gives c back.
+func (c *Conn[T]) Probed() bool { return c.probe }
 
 // Epoch is the pool epoch the connection was opened in.
 func (c *Conn[T]) Epoch() uint64 { return c.epoch }

@@ -637,6 +637,7 @@ func (p *Pool[T]) Reuse(c *Conn[T], ours int) bool {
 	}
 	c.returnedAt = now
 	c.used = true
+	c.probe = false
 	p.counters.Handoffs++
 	p.maybePrereplaceLocked(c, now)
 	p.mu.Unlock()
@@ -653,6 +654,7 @@ func (p *Pool[T]) release(c *Conn[T], served bool, now time.Time) (backlog bool)
 		panic("BUG: pool: release of a connection that is not checked out")
 	}
 	c.returnedAt = now
+	c.probe = false
 	if served {
 		c.used = true
 	}

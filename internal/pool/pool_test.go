@@ -365,6 +365,59 @@ func TestIdleCheckFailureStartsNewEpoch(t *testing.T) {
 	p.Release(c3)
 }
 
+// TestProbed: Probed says whether this checkout probed the connection, not
+// an earlier one: a handoff and a quick reuse after a probe say false.
+func TestProbed(t *testing.T) {
+	clk := &clock{now: time.Unix(1000, 0)}
+	var checks atomic.Int32
+	p := New(Options[*fakeConn]{
+		Config:  Config{MaxSize: 1, MaxParallelCreates: 1, IdleCheckTimeout: time.Second},
+		Connect: (&connector{}).connect,
+		Check: func(ctx context.Context, v *fakeConn) error {
+			checks.Add(1)
+			return nil
+		},
+		Now: clk.Now,
+	})
+	defer p.Close()
+	c, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	require.False(t, c.Probed(), "new: not probed")
+	p.Release(c)
+	clk.Advance(2 * time.Second)
+	c, err = p.Acquire(context.Background())
+	require.NoError(t, err)
+	require.True(t, c.Probed(), "idle past IdleCheckTimeout: probed")
+	require.EqualValues(t, 1, checks.Load())
+	// Handed straight to a waiter: that checkout probed nothing.
+	got := make(chan *Conn[*fakeConn])
+	go func() {
+		w, err := p.Acquire(context.Background())
+		if err != nil {
+			w = nil
+		}
+		got <- w
+	}()
+	require.Eventually(t, func() bool { return p.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	p.Release(c)
+	w := <-got
+	require.Same(t, c, w)
+	require.False(t, w.Probed(), "handed over: not probed")
+	p.Release(w)
+	c, err = p.Acquire(context.Background())
+	require.NoError(t, err)
+	require.False(t, c.Probed(), "taken idle at once: not probed")
+	p.Release(c)
+	clk.Advance(2 * time.Second)
+	c, err = p.Acquire(context.Background())
+	require.NoError(t, err)
+	require.True(t, c.Probed())
+	require.True(t, p.Reuse(c, 0))
+	require.False(t, c.Probed(), "reused by the caller: not probed")
+	p.Release(c)
+	require.EqualValues(t, 2, checks.Load())
+}
+
 // TryAcquireNoProbe never probes: a connection that needs it stays idle
 // for an Acquire, which probes it; a recent one is taken as by TryAcquire.
 func TestTryAcquireNoProbe(t *testing.T) {

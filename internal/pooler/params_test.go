@@ -3,6 +3,8 @@ package pooler_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,4 +75,47 @@ pools:
 		defer c.Close(ctx)
 		return c.PgConn().ParameterStatus("default_transaction_read_only") == "on"
 	}, 20*time.Second, 50*time.Millisecond, "new clients are told the server is read-only now")
+}
+
+// TestParamsRefreshAfterIdleProbeRunsOneEmptyQuery: a login that refreshes
+// the ParameterStatus set on a connection idle past
+// server_idle_check_timeout sends one empty query, the probe's: the
+// refresh does not send its own after it.
+func TestParamsRefreshAfterIdleProbeRunsOneEmptyQuery(t *testing.T) {
+	pg := pgtest.Start(t, pgtest.Options{ExtraConf: map[string]string{"log_statement": "all"}})
+	ver := pg.CreateUser(t, "app", "app-secret", "scram-sha-256")
+	d := apptest.Start(t, fmt.Sprintf(`general:
+  port: {{PORT}}
+  server_idle_check_timeout: 100ms
+pools:
+  postgres:
+    server_host: "%s"
+    server_port: %d
+    users:
+      - username: app
+        password: '%s'
+        pool_size: 1
+`, pg.SocketDir, pg.Port, ver))
+	ctx := context.Background()
+	emptyQueries := func() int {
+		b, err := os.ReadFile(pg.LogFile)
+		require.NoError(t, err)
+		return strings.Count(string(b), "statement: ;\n")
+	}
+	for i := 0; i < 2; i++ {
+		c, err := login(t, d)
+		require.NoError(t, err)
+		_, err = c.Exec(ctx, "SELECT 1")
+		require.NoError(t, err)
+		require.NoError(t, c.Close(ctx))
+		before := emptyQueries()
+		// Past the set's one-second life and the idle check timeout: the
+		// next login refreshes the set on a connection the checkout probes.
+		time.Sleep(1100 * time.Millisecond)
+		c, err = login(t, d)
+		require.NoError(t, err)
+		require.Equal(t, "off", c.PgConn().ParameterStatus("in_hot_standby"))
+		require.Equal(t, before+1, emptyQueries(), "round %d: one empty query for the probe and the refresh", i)
+		require.NoError(t, c.Close(ctx))
+	}
 }

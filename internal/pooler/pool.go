@@ -244,7 +244,8 @@ const serverParamsTTL = time.Second
 // (whose liveness check also drops connections the server has since
 // changed under us) after an empty statement on it: PostgreSQL reports a
 // changed in_hot_standby (promotion in place) to an existing connection
-// only when that connection next runs a statement.
+// only when that connection next runs a statement. A connection the
+// checkout probed (idle past server_idle_check_timeout) has just run one.
 //
 // One refresh runs at a time: logins that find the set stale while a
 // refresh is in flight wait for it (a login storm must not check out a
@@ -306,7 +307,7 @@ func (p *Pool) refreshServerParams(ctx context.Context, stale map[string]string,
 		close(done)
 	}()
 	c, err := p.Acquire(ctx)
-	if err == nil {
+	if err == nil && !c.Probed() { // a probe ran the same empty statement
 		if err = check(ctx, c.Value); err != nil {
 			p.Destroy(c)
 		}
