@@ -572,7 +572,10 @@ func TestHostilePipelinedLogin(t *testing.T) {
 // AuthenticationOk) has that query answered after the welcome: the bytes
 // read along with the password are not lost when the session starts.
 func TestHostilePipelinedQueryAfterPassword(t *testing.T) {
-	d := start(t, "", "transaction", 2)
+	d := start(t, `  pg_hba: |
+    host appdb plain 127.0.0.1/32 trust
+    host appdb app_md5 127.0.0.1/32 md5
+    host all all 127.0.0.1/32 scram-sha-256`, "transaction", 2)
 	// untilZ reads up to a ReadyForQuery, an error or the stream's end.
 	untilZ := func(c *hsConn) []string {
 		var got []string
@@ -604,11 +607,12 @@ func TestHostilePipelinedQueryAfterPassword(t *testing.T) {
 		name      string
 		ssl       bool // an SSLRequest first (answered 'N')
 		user, db  string
-		challenge string
+		challenge string // "": none, the query goes with the startup packet
 		answer    func(*hsConn)
 		welcome   string
 		want      []string // prefixes of the answer's messages
 	}{
+		{"trust, the query with the startup packet", false, "plain", "appdb", "", func(c *hsConn) {}, "R 0", []string{"T", "D 42", "C", "Z"}},
 		{"md5", false, "app_md5", "appdb", "R 5", func(c *hsConn) {}, "R 0", []string{"T", "D 42", "C", "Z"}},
 		{"scram", false, "app", "appdb", "R 10", scram("app-secret", query), "R 12", []string{"T", "D 42", "C", "Z"}},
 		{"scram after an SSLRequest", true, "app", "appdb", "R 10", scram("app-secret", query), "R 12", []string{"T", "D 42", "C", "Z"}},
@@ -622,9 +626,15 @@ func TestHostilePipelinedQueryAfterPassword(t *testing.T) {
 				c.send(hsSSL.b)
 				require.Equal(t, "N", c.byteAnswer())
 			}
-			c.send(hsStartup(hsV30, "user", tt.user, "database", tt.db).b)
-			m, body := c.message()
-			require.Equal(t, tt.challenge, m)
+			var body []byte
+			if tt.challenge == "" {
+				c.send(append(hsStartup(hsV30, "user", tt.user, "database", tt.db).b, query...))
+			} else {
+				c.send(hsStartup(hsV30, "user", tt.user, "database", tt.db).b)
+				var m string
+				m, body = c.message()
+				require.Equal(t, tt.challenge, m)
+			}
 			if tt.challenge == "R 5" {
 				var salt [4]byte
 				copy(salt[:], body[4:8])
