@@ -365,13 +365,13 @@ func TestIdleCheckFailureStartsNewEpoch(t *testing.T) {
 	p.Release(c3)
 }
 
-// TestProbed: Probed says whether this checkout probed the connection, not
-// an earlier one: a handoff and a quick reuse after a probe say false.
-func TestProbed(t *testing.T) {
+// probedPool is a pool of size connections on a test clock whose idle
+// check (IdleCheckTimeout 1 s) passes and is counted; closed at the end.
+func probedPool(t *testing.T, size int) (*Pool[*fakeConn], *clock, *atomic.Int32) {
 	clk := &clock{now: time.Unix(1000, 0)}
-	var checks atomic.Int32
+	checks := new(atomic.Int32)
 	p := New(Options[*fakeConn]{
-		Config:  Config{MaxSize: 1, MaxParallelCreates: 1, IdleCheckTimeout: time.Second},
+		Config:  Config{MaxSize: size, MaxParallelCreates: size, IdleCheckTimeout: time.Second},
 		Connect: (&connector{}).connect,
 		Check: func(ctx context.Context, v *fakeConn) error {
 			checks.Add(1)
@@ -379,7 +379,14 @@ func TestProbed(t *testing.T) {
 		},
 		Now: clk.Now,
 	})
-	defer p.Close()
+	t.Cleanup(p.Close)
+	return p, clk, checks
+}
+
+// TestProbed: Probed says whether this checkout probed the connection, not
+// an earlier one: a handoff and a quick reuse after a probe say false.
+func TestProbed(t *testing.T) {
+	p, clk, checks := probedPool(t, 1)
 	c, err := p.Acquire(context.Background())
 	require.NoError(t, err)
 	require.False(t, c.Probed(), "new: not probed")
@@ -421,18 +428,7 @@ func TestProbed(t *testing.T) {
 // TryAcquireNoProbe never probes: a connection that needs it stays idle
 // for an Acquire, which probes it; a recent one is taken as by TryAcquire.
 func TestTryAcquireNoProbe(t *testing.T) {
-	clk := &clock{now: time.Unix(1000, 0)}
-	var checks atomic.Int32
-	p := New(Options[*fakeConn]{
-		Config:  Config{MaxSize: 2, MaxParallelCreates: 2, IdleCheckTimeout: time.Second},
-		Connect: (&connector{}).connect,
-		Check: func(ctx context.Context, v *fakeConn) error {
-			checks.Add(1)
-			return nil
-		},
-		Now: clk.Now,
-	})
-	defer p.Close()
+	p, clk, checks := probedPool(t, 2)
 	require.Nil(t, p.TryAcquireNoProbe(context.Background(), time.Time{}), "nothing idle")
 	c, err := p.Acquire(context.Background())
 	require.NoError(t, err)

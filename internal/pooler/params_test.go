@@ -22,6 +22,25 @@ func login(t *testing.T, d *apptest.Instance) (*pgx.Conn, error) {
 	return pgx.Connect(ctx, d.DSN("app", "app-secret", "postgres"))
 }
 
+// startApp starts pg_doorman in front of pg with user "app" in pool
+// "postgres" of poolSize, and general holding more settings.
+func startApp(t *testing.T, pg *pgtest.Cluster, general string, poolSize int) *apptest.Instance {
+	t.Helper()
+	ver := pg.CreateUser(t, "app", "app-secret", "scram-sha-256")
+	return apptest.Start(t, fmt.Sprintf(`general:
+  port: {{PORT}}
+%s
+pools:
+  postgres:
+    server_host: "%s"
+    server_port: %d
+    users:
+      - username: app
+        password: '%s'
+        pool_size: %d
+`, general, pg.SocketDir, pg.Port, ver, poolSize))
+}
+
 // TestRoleParamsNotStaleAfterServerLoss: once pg_doorman has seen its
 // server go away (a failed query), a new client is not told the old
 // in_hot_standby / default_transaction_read_only (libpq would trust them
@@ -30,19 +49,7 @@ func login(t *testing.T, d *apptest.Instance) (*pgx.Conn, error) {
 // are told so.
 func TestRoleParamsNotStaleAfterServerLoss(t *testing.T) {
 	pg := pgtest.Start(t, pgtest.Options{})
-	ver := pg.CreateUser(t, "app", "app-secret", "scram-sha-256")
-	d := apptest.Start(t, fmt.Sprintf(`general:
-  port: {{PORT}}
-  query_wait_timeout: 2s
-pools:
-  postgres:
-    server_host: "%s"
-    server_port: %d
-    users:
-      - username: app
-        password: '%s'
-        pool_size: 2
-`, pg.SocketDir, pg.Port, ver))
+	d := startApp(t, pg, "  query_wait_timeout: 2s", 2)
 	ctx := context.Background()
 	c, err := login(t, d)
 	require.NoError(t, err)
@@ -83,19 +90,7 @@ pools:
 // refresh does not send its own after it.
 func TestParamsRefreshAfterIdleProbeRunsOneEmptyQuery(t *testing.T) {
 	pg := pgtest.Start(t, pgtest.Options{ExtraConf: map[string]string{"log_statement": "all"}})
-	ver := pg.CreateUser(t, "app", "app-secret", "scram-sha-256")
-	d := apptest.Start(t, fmt.Sprintf(`general:
-  port: {{PORT}}
-  server_idle_check_timeout: 100ms
-pools:
-  postgres:
-    server_host: "%s"
-    server_port: %d
-    users:
-      - username: app
-        password: '%s'
-        pool_size: 1
-`, pg.SocketDir, pg.Port, ver))
+	d := startApp(t, pg, "  server_idle_check_timeout: 100ms", 1)
 	ctx := context.Background()
 	emptyQueries := func() int {
 		b, err := os.ReadFile(pg.LogFile)
