@@ -68,12 +68,18 @@ func (r *Reader) Next() (Frame, error) {
 	if err := r.fill(n); err != nil {
 		return nil, err
 	}
-	f := Frame(r.buf[r.r : r.r+n : r.r+n])
+	return Frame(r.take(n)), nil
+}
+
+// take returns the next n buffered bytes (capacity clipped) and moves past
+// them; a buffer read to its end starts over at 0.
+func (r *Reader) take(n int) []byte {
+	b := r.buf[r.r : r.r+n : r.r+n]
 	r.r += n
 	if r.r == r.w {
 		r.r, r.w = 0, 0
 	}
-	return f, nil
+	return b
 }
 
 // PeekHeader makes sure the 5-byte header of the next message is buffered and returns its

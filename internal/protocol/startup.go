@@ -69,12 +69,7 @@ func (r *Reader) NextStartup(maxLen int) ([]byte, error) {
 	if err := r.fill(length); err != nil {
 		return nil, fmt.Errorf("read startup packet: %w", err)
 	}
-	p := r.buf[r.r+4 : r.r+length : r.r+length]
-	r.r += length
-	if r.r == r.w {
-		r.r, r.w = 0, 0
-	}
-	return p, nil
+	return r.take(length)[4:], nil
 }
 
 // startupLength validates a startup packet's length word (the whole packet,

@@ -418,13 +418,11 @@ func (s *Session) authSCRAM(v auth.SCRAMVerifier, refetch func() string) ([]byte
 // PostgreSQL's PG_MAX_AUTH_TOKEN_LENGTH.
 const MaxAuthMessage = 65535
 
-// readPassword reads the next 'p' message of the auth exchange. A broken
-// length or an oversized message is answered (08P01, 54000) before the
-// session ends; a client that just goes away is not a login failure.
+// readPassword reads the next 'p' message of the auth exchange, with the
+// login's reader that readStartup made. A broken length or an oversized
+// message is answered (08P01, 54000) before the session ends; a client
+// that just goes away is not a login failure.
 func (s *Session) readPassword() ([]byte, error) {
-	if s.crd == nil {
-		s.crd = protocol.NewReader(s.nc, 0, MaxAuthMessage)
-	}
 	f, err := s.crd.Next()
 	if err != nil {
 		s.badClientMessage(err)

@@ -8,10 +8,11 @@
 // SOAK_DURATION (30m), SOAK_CLIENTS (400), SOAK_POOL_SIZE (40),
 // SOAK_INTERVAL (1m), SOAK_WARMUP (derived), SOAK_SCALE (10),
 // SOAK_RSS_TOLERANCE (0.05), SOAK_RSS_SLACK (4, MiB), SOAK_OUT (a file for
-// the Markdown table; the table is always printed). Signals: SIGINT and SIGTERM end the load early;
-// the table is printed and the run fails as interrupted; child processes
-// die with it. Exit codes: 0 when the verdict passes, 1 when it fails or
-// the run could not complete, 2 on bad flags or settings.
+// the Markdown table; the table is always printed). Signals: SIGINT and
+// SIGTERM end the load early; the table is printed and the run fails as
+// interrupted; child processes die with it. Exit codes: 0 when the verdict
+// passes, 1 when it fails or the run could not complete, 2 on bad flags or
+// settings.
 package main
 
 import (
