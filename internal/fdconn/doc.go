@@ -6,7 +6,7 @@
 // close among them) wakes the runtime's sysmon thread whenever it sleeps
 // because every P was idle, and a woken sysmon then polls every 20 µs for
 // a while. Between logins the process is mostly idle, so every login paid
-// for a sysmon wake-up: about a fifth of its CPU (docs/benchmarks.md,
+// for a sysmon wake-up: about a fifth of its CPU (docs/benchmarks-passes.md,
 // "Twenty-ninth pass"). A net.Conn cannot be made or closed without such
 // calls, so the sockets this package accepts are not net.Conns of package
 // net.

@@ -37,7 +37,7 @@ func runHandoff(b *testing.B, cycle func()) {
 // BenchmarkHandoff measures a queued acquire and the release that hands
 // its connection over (one op = one cycle), with the bounds pg_doorman
 // passes (a deadline), against a buffered channel of tokens, the least a
-// FIFO handoff between goroutines can cost. docs/benchmarks.md (eighteenth
+// FIFO handoff between goroutines can cost. docs/benchmarks-passes.md (eighteenth
 // pass) has the figures and where the difference goes.
 func BenchmarkHandoff(b *testing.B) {
 	b.Run("pool", func(b *testing.B) {

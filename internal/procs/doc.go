@@ -7,7 +7,7 @@
 // write wakes preempt a thread more often. On the 2-CPU bench machine a
 // single P spends 10–20 % less CPU per transaction at 10 and 40 clients
 // select-only and 15–17 % less with tpcb-like at 100 and 400 clients, with
-// as much TPS or more (docs/benchmarks.md, fourteenth and fifteenth
+// as much TPS or more (docs/benchmarks-passes.md, fourteenth and fifteenth
 // passes). Under load one P loses: when the machine's CPUs are contended
 // by short transactions (PostgreSQL on the same host, select-only at 100
 // clients on a pool of 40) one thread gets one task's share of them and
@@ -19,7 +19,7 @@
 // the transaction core runs those loads on one P with less CPU, as long
 // as its busy loop lets the netpoller run (internal/rawio's PolledEpoll,
 // once a millisecond): before it did, goroutines behind it waited up to
-// 10 ms and the rule moved to two Ps for nothing (docs/benchmarks.md,
+// 10 ms and the rule moved to two Ps for nothing (docs/benchmarks-passes.md,
 // thirty-first pass).
 //
 // Run looks every Interval. On the default Ps it goes to one after

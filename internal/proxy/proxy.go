@@ -213,7 +213,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 // CPUs: one per four, at least one. One loop serves every connection with
 // one goroutine, so a busy proxy wakes one thread where more loops wake one
 // each: on 2 CPUs, pgbench -S at 10 clients cost 28-33 µs of CPU per
-// transaction with one loop and 32-37 with two (docs/benchmarks.md, eighth
+// transaction with one loop and 32-37 with two (docs/benchmarks-passes.md, eighth
 // pass).
 // A loop moves tens of thousands of small transactions a second on one
 // core, so more loops only pay where there are many cores to spread over.

@@ -12,7 +12,7 @@ import (
 // call the Go scheduler sees (unix.EpollCtl, unix.EpollWait) wakes the
 // runtime's sysmon thread if it sleeps because every P was idle, and a
 // woken sysmon then polls every 20 µs for a while: a park and a wake-up
-// each paid for that in context switches (docs/benchmarks.md, "Fifth
+// each paid for that in context switches (docs/benchmarks-passes.md, "Fifth
 // pass").
 func EpollCtl(epfd, op, fd int, ev *unix.EpollEvent) error {
 	_, _, e := unix.RawSyscall6(unix.SYS_EPOLL_CTL, uintptr(epfd), uintptr(op), uintptr(fd), uintptr(unsafe.Pointer(ev)), 0, 0)

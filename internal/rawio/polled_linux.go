@@ -28,7 +28,7 @@ import (
 // nothing: a member left ready after a batch (a read that filled the
 // buffer, an interest just widened) is in the next look, as is whatever
 // became ready while serve ran, which a busy loop finds there without a
-// park and a netpoller wake-up (docs/benchmarks.md, "Twenty-seventh
+// park and a netpoller wake-up (docs/benchmarks-passes.md, "Twenty-seventh
 // pass"). A loop that never finds the set empty yields its P every
 // yieldEvery batches, so that goroutines queued behind it run, and after
 // serving for yieldAfter it wakes its own set and waits in the netpoller
@@ -194,7 +194,7 @@ const yieldEvery = 32
 // poll, after up to 10 ms per wait. The scheduling latency that made
 // showed internal/procs a P that needed help, and it moved to two Ps,
 // which cost pg_doorman about a third more CPU per transaction at 100
-// clients (docs/benchmarks.md, "Thirty-first pass"). After yieldAfter
+// clients (docs/benchmarks-passes.md, "Thirty-first pass"). After yieldAfter
 // poll wakes its own set (Wake) and returns to the netpoller's wait: the
 // scheduler runs what is queued, polls the network, which finds this set
 // ready with the rest, and the loop goes on.

@@ -233,7 +233,7 @@ type coreServer struct {
 func (c *Core) dispatch(events []unix.EpollEvent) bool {
 	// One clock reading for the batch, as PgBouncer's loop caches its
 	// time: the pool's and the statistics' readings made about nine vDSO
-	// clock reads per transaction (docs/benchmarks.md, twenty-seventh
+	// clock reads per transaction (docs/benchmarks-passes.md, twenty-seventh
 	// pass).
 	c.now = time.Now()
 	c.takeAdds()

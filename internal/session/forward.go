@@ -205,7 +205,7 @@ func (s *Session) endDrive() {
 // read comes first as before: there the answer is often in the socket by
 // the time the goroutine reads (the backend ran while it was preempted),
 // while a wait for it would only end at the scheduler's next look at the
-// network, behind every runnable goroutine (docs/benchmarks.md,
+// network, behind every runnable goroutine (docs/benchmarks-passes.md,
 // seventeenth pass).
 func (s *Session) flushRequest(srv *pooler.Conn, b *[]byte, drive bool) error {
 	return s.writeServer(srv, b, drive && s.lastWait == waitNone)
@@ -285,7 +285,7 @@ const idleRelease = 100 * time.Millisecond
 
 // parkAfter is how many releases a client waits before it is parked. A
 // park and the resume after it cost far more than the read the released
-// buffer costs (docs/benchmarks.md, "Twelfth pass": with 400 clients at
+// buffer costs (docs/benchmarks-passes.md, "Twelfth pass": with 400 clients at
 // 500 transactions a second, 148–172 µs of CPU per transaction parking at
 // the release, 125–135 at four releases), so the goroutine stays longer
 // than the buffer.
@@ -299,7 +299,7 @@ var errParked = errors.New("client parked")
 // before it is parked deep (peekClient). A deep park and the resume at the
 // first query (a dup, the Parker, net.FileConn and the socket options set
 // twice, a new goroutine whose stack grows again) made a connection for one
-// transaction cost 150-400 µs more CPU on the hand rig (docs/benchmarks.md,
+// transaction cost 150-400 µs more CPU on the hand rig (docs/benchmarks-passes.md,
 // twentieth pass); a client that connects and queries at once is spared
 // them, and a burst of logins that stay quiet keeps a goroutine per client
 // for this long only.

@@ -164,7 +164,7 @@ func (s *Session) resume(ctx context.Context) {
 // maxReleaseShift bounds a client's release: idleRelease << 3 = 800 ms,
 // and its park parkAfter times that, 3.2 s. A park and the resume after it
 // cost far more than the transaction between them (a timer, two epoll
-// calls, a goroutine start and thread wake-ups: docs/benchmarks.md,
+// calls, a goroutine start and thread wake-ups: docs/benchmarks-passes.md,
 // "Fifth pass"), so a client that comes back soon after each park is
 // parked later, doubling, up to this.
 const maxReleaseShift = 3

@@ -292,7 +292,7 @@ func sessionOf(t *testing.T, d *apptest.Instance, c net.Conn) *session.Session {
 // after its welcome (within freshGrace, 20 ms) is read by its session's
 // goroutine: it is not parked deep and resumed for it, which cost a
 // client that connects for one transaction 150-400 µs of CPU on the hand
-// rig (docs/benchmarks.md, twentieth pass). Its later park, after the query,
+// rig (docs/benchmarks-passes.md, twentieth pass). Its later park, after the query,
 // keeps the net.Conn. A client that stays quiet is parked deep
 // (TestParkedClientSocket, TestDeepParkedClientReset).
 func TestFirstQuerySoonNotParkedDeep(t *testing.T) {
