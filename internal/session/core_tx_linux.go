@@ -64,7 +64,8 @@ func (c *Core) readClient(cl *coreClient) bool {
 		c.clientLost(cl)
 		return false
 	}
-	c.readAgain(&cl.end, n)
+	// A full read may leave more behind: the set is level-triggered, so
+	// the loop's next look finds the socket again.
 	return c.clientBytes(cl, c.buf[:n])
 }
 
@@ -210,7 +211,6 @@ func (c *Core) readServer(cs *coreServer) bool {
 		c.serverFailed(cs, errors.New("server closed the connection"))
 		return false
 	}
-	c.readAgain(&cs.end, n)
 	data := c.buf[:n]
 	s := cl.s
 	conn := cs.pc.Value
