@@ -104,22 +104,3 @@ func TestEdgePolledEpollServesWhatBecomesReady(t *testing.T) {
 		})
 	}
 }
-
-// TestEdgePolledEpollFullBatchLooksAgain: members ready together, which
-// nothing makes ready again, are all served by a loop whose batch holds
-// one event: a full batch may leave events behind, and the loop looks
-// again. (The Linux this was written on also wakes the netpoller for what
-// a batch left behind, so there the look saves a wait rather than being
-// the only way to those events.)
-func TestEdgePolledEpollFullBatchLooksAgain(t *testing.T) {
-	const members = 6
-	var served atomic.Int64
-	peers, stop := edgeLoop(t, 1, members, func(int, byte, []int) { served.Add(1) })
-	for _, fd := range peers {
-		_, err := unix.Write(fd, []byte{1})
-		require.NoError(t, err)
-	}
-	require.Eventually(t, func() bool { return served.Load() == members }, 5*time.Second, time.Millisecond,
-		"every ready member is served")
-	stop()
-}

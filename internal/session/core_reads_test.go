@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/doorman-go/doorman/internal/session"
 )
 
 // What the core's set must report again after the loop served it: the
@@ -19,9 +21,6 @@ import (
 // edge-triggered one, tried in docs/benchmarks-passes.md's thirty-fourth
 // pass, needs the loop to report them to itself, and these tests time out
 // where it does not.)
-
-// coreReadSize mirrors the core's read buffer (core_linux.go).
-const coreReadSize = 32 << 10
 
 // TestCoreReadsPastAFullBuffer: a pipeline whose first 32 KiB (the core's
 // read buffer) end on a message boundary, with more behind it in the same
@@ -35,7 +34,7 @@ func TestCoreReadsPastAFullBuffer(t *testing.T) {
 
 	q := hmQuery("SELECT 01;") // 16 bytes
 	require.Len(t, q, 16)
-	const inBuffer, behind = coreReadSize / 16, 100
+	const inBuffer, behind = session.CoreReadSize / 16, 100
 	_, err := c.Write(bytes.Repeat(q, inBuffer+behind))
 	require.NoError(t, err)
 

@@ -10,3 +10,6 @@ func (s *Session) CoreSentinelBacks() uint64 {
 	}
 	return s.env.Core.sentinelBacks.Load()
 }
+
+// CoreReadSize is the transaction core's read buffer.
+const CoreReadSize = coreReadSize
