@@ -357,38 +357,47 @@ func TestCoreKillRightAfterAdoption(t *testing.T) {
 // and forgets it: the sentinel ends without a post, since it has nothing
 // to bring, and the loop is not woken for it. Before, every such wait
 // woke the loop once more (an eventfd write and read, an epoll wait).
+//
+// The waiter keeps the server (a block) until its stopped sentinel has
+// left the pool's queue: a server released while the sentinel was still
+// queued would be granted to it, which it gives back to the pool, and a
+// holder that came meanwhile would find none idle, queue, and be served
+// by a sentinel's post of its own (the flake of stop 54's CI).
 func TestCoreStoppedSentinelStaysQuiet(t *testing.T) {
 	d := startCore(t, "transaction", 1)
 	p, ok := d.Daemon.Pools.Lookup("appdb", "app")
 	require.True(t, ok)
 	dsn := d.DSN("app", "app-secret", "appdb")
 	holder, waiter := newRawClient(t, dsn), newRawClient(t, dsn)
-	begin := protocol.Query{String: "BEGIN"}.Encode(nil)
-	commit := protocol.Query{String: "COMMIT"}.Encode(nil)
-	sel := protocol.Query{String: "SELECT 1"}.Encode(nil)
-	poolWaiting := func(n int) func() bool {
-		return func() bool { return p.Conns().Stats().Waiting == n }
-	}
-	const rounds = 10
-	for i := 0; i < rounds; i++ {
-		require.NoError(t, holder.roundTrip(begin)) // the only server is the holder's
-		done := make(chan error, 1)
-		go func() { done <- waiter.roundTrip(sel) }()
-		require.Eventually(t, func() bool { return p.Stats.ClientsWaiting.Load() == 1 }, 5*time.Second, time.Millisecond,
-			"round %d: the waiter queues in the core", i)
-		require.Eventually(t, poolWaiting(1), 5*time.Second, time.Millisecond,
-			"round %d: its sentinel waits in the pool's queue", i)
-		require.NoError(t, holder.roundTrip(commit)) // the loop hands the server on
-		require.NoError(t, <-done, "round %d: the waiter is served", i)
-		require.Eventually(t, poolWaiting(0), 5*time.Second, time.Millisecond,
-			"round %d: the stopped sentinel left the pool's queue", i)
-	}
 	var s *session.Session
 	for _, x := range d.Daemon.Clients.List() {
 		s = x
 		break
 	}
 	require.NotNil(t, s)
+	begin := protocol.Query{String: "BEGIN"}.Encode(nil)
+	commit := protocol.Query{String: "COMMIT"}.Encode(nil)
+	poolIs := func(idle, waiting int) func() bool {
+		return func() bool { st := p.Conns().Stats(); return st.Idle == idle && st.Waiting == waiting }
+	}
+	const rounds = 10
+	for i := 0; i < rounds; i++ {
+		require.Eventually(t, poolIs(1, 0), 5*time.Second, time.Millisecond,
+			"round %d: the server is idle and nobody waits", i)
+		require.NoError(t, holder.roundTrip(begin)) // the only server is the holder's
+		done := make(chan error, 1)
+		go func() { done <- waiter.roundTrip(begin) }()
+		require.Eventually(t, func() bool { return p.Stats.ClientsWaiting.Load() == 1 }, 5*time.Second, time.Millisecond,
+			"round %d: the waiter queues in the core", i)
+		require.Eventually(t, poolIs(0, 1), 5*time.Second, time.Millisecond,
+			"round %d: its sentinel waits in the pool's queue", i)
+		require.NoError(t, holder.roundTrip(commit)) // the loop hands the server on
+		require.NoError(t, <-done, "round %d: the waiter is served", i)
+		require.Eventually(t, poolIs(0, 0), 5*time.Second, time.Millisecond,
+			"round %d: the stopped sentinel left the pool's queue", i)
+		require.NoError(t, waiter.roundTrip(commit)) // to the idle set: nobody waits
+		require.Zero(t, s.CoreSentinelBacks(), "round %d: a stopped sentinel posted to the loop", i)
+	}
 	require.Never(t, func() bool { return s.CoreSentinelBacks() > 0 }, 200*time.Millisecond, 5*time.Millisecond,
 		"a stopped sentinel with nothing to bring posted to the loop")
 }
