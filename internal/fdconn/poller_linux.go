@@ -58,7 +58,7 @@ type Poller struct {
 // The owner calls Close once no Conn of it is used any more.
 func NewPoller() (*Poller, error) {
 	p := &Poller{done: make(chan struct{}), stopped: make(chan struct{})}
-	set, err := rawio.NewEdgePolledEpoll(batchSize, p.serve)
+	set, err := rawio.NewEdgePolledEpoll(batchSize, batchSize, p.serve)
 	if err != nil {
 		return nil, fmt.Errorf("fdconn: %w", err)
 	}

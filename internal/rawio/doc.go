@@ -44,9 +44,10 @@
 // never empty it yields its P every few dozen batches and waits in the
 // netpoller once a millisecond (after waking itself), so that the
 // goroutines only the netpoller readies run too; a set of edge-triggered
-// members only (NewEdgePolledEpoll, internal/fdconn's Poller) goes back
-// after a batch that did not fill its events, without that look. Its
-// owner closes it after Run; a Wake after that does nothing.
+// members only (NewEdgePolledEpoll: internal/fdconn's Poller, the
+// transaction core) goes back after a batch smaller than its owner's
+// threshold, without that look. Its owner closes it after Run; a Wake
+// after that does nothing.
 //
 // DupFD keeps a close-on-exec dup of a connection's socket (the session's
 // deep park); TakeFD also closes the connection, handing the descriptor to

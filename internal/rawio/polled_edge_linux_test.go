@@ -10,12 +10,33 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// edgeLoop runs an edge-triggered PolledEpoll of batch events over pairs
+func TestEdgeWaits(t *testing.T) {
+	cases := []struct {
+		name             string
+		n, batch, relook int
+		waits            bool
+	}{
+		{"one event, relook 2: waits at once", 1, 128, 2, true},
+		{"two events, relook 2: looks again", 2, 128, 2, false},
+		{"a full batch always looks again", 128, 128, 2, false},
+		{"relook = batch: waits after any batch short of full", 127, 128, 128, true},
+		{"relook = batch, full batch: looks again", 128, 128, 128, false},
+		{"relook 1: never waits without a look", 1, 128, 1, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.waits, edgeWaits(c.n, c.batch, c.relook))
+		})
+	}
+}
+
+// edgeLoop runs an edge-triggered PolledEpoll of batch events (looking
+// again after relook or more) over pairs
 // socket pairs: each pair's first end is a member (EPOLLET), its second
 // the test's to write to (peers). read gets each byte a member's event
 // reads, with peers. The returned stop ends Run and checks it ended
 // cleanly.
-func edgeLoop(t *testing.T, batch, pairs int, read func(member int, b byte, peers []int)) (peers []int, stop func()) {
+func edgeLoop(t *testing.T, batch, relook, pairs int, read func(member int, b byte, peers []int)) (peers []int, stop func()) {
 	t.Helper()
 	members := map[int32]int{}
 	for i := range pairs {
@@ -47,7 +68,7 @@ func edgeLoop(t *testing.T, batch, pairs int, read func(member int, b byte, peer
 		}
 		return true
 	}
-	p, err := NewEdgePolledEpoll(batch, serve)
+	p, err := NewEdgePolledEpoll(batch, relook, serve)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })
 	for fd := range members {
@@ -71,18 +92,22 @@ func edgeLoop(t *testing.T, batch, pairs int, read func(member int, b byte, peer
 // members, what becomes ready while serve runs, or after a batch the loop
 // waited after, is served: a ping-pong between two socket pairs where
 // each byte read makes the other member ready. With one ball every batch
-// has one event, and the loop goes back to the netpoller after each; with
+// has one event, and the loop goes back to the netpoller after each
+// (relook 2) or looks again first (relook 1); with
 // two balls and a batch of one a batch may leave an event behind. A lost
 // edge stops the balls and times out.
 func TestEdgePolledEpollServesWhatBecomesReady(t *testing.T) {
-	for _, c := range []struct{ batch, balls int }{{8, 1}, {8, 2}, {1, 1}, {1, 2}} {
-		t.Run(fmt.Sprintf("batch=%d,balls=%d", c.batch, c.balls), func(t *testing.T) {
+	cases := []struct{ batch, relook, balls int }{
+		{8, 1, 1}, {8, 2, 1}, {8, 8, 1}, {8, 2, 2}, {1, 2, 1}, {1, 2, 2}, {1, 1, 2},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("batch=%d,relook=%d,balls=%d", c.batch, c.relook, c.balls), func(t *testing.T) {
 			const rounds = 2000
 			var (
 				served atomic.Int64
 				done   = make(chan struct{})
 			)
-			peers, stop := edgeLoop(t, c.batch, 2, func(member int, b byte, peers []int) {
+			peers, stop := edgeLoop(t, c.batch, c.relook, 2, func(member int, b byte, peers []int) {
 				if served.Add(1) == rounds {
 					close(done)
 					return

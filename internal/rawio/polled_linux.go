@@ -22,14 +22,17 @@ import (
 // Wake writes from any goroutine; serve recognises its event with IsWake
 // and clears it with DrainWake.
 //
-// The members are meant to be level-triggered; the set itself is
-// edge-triggered in the netpoller, which fires only when the set's ready
-// list becomes non-empty. Run therefore waits only after a look that found
-// nothing: a member left ready after a batch (a read that filled the
-// buffer, an interest just widened) is in the next look, as is whatever
-// became ready while serve ran, which a busy loop finds there without a
-// park and a netpoller wake-up (docs/benchmarks-passes.md, "Twenty-seventh
-// pass"). A loop that never finds the set empty yields its P every
+// The set itself is edge-triggered in the netpoller, which fires only when
+// the set's ready list becomes non-empty. With level-triggered members
+// (NewPolledEpoll: relay's loops, idlepark) Run therefore waits only after
+// a look that found nothing: a member left ready after a batch (a read
+// that filled the buffer, an interest just widened) is in the next look,
+// as is whatever became ready while serve ran, which a busy loop finds
+// there without a park and a netpoller wake-up (docs/benchmarks-passes.md,
+// "Twenty-seventh pass"). With edge-triggered members (NewEdgePolledEpoll)
+// a batch that did not fill its events emptied the ready list, so Run may
+// wait without that look; their owner reports to itself what a
+// level-triggered member would be reported again for. A loop that never finds the set empty yields its P every
 // yieldEvery batches, so that goroutines queued behind it run, and after
 // serving for yieldAfter it wakes its own set and waits in the netpoller
 // once, so that goroutines only the netpoller readies run too.
@@ -47,8 +50,10 @@ type PolledEpoll struct {
 	// edge: every member is edge-triggered (NewEdgePolledEpoll), so a
 	// batch that did not fill events emptied the ready list, and whatever
 	// comes after it fires the set's edge in the netpoller again: poll
-	// goes back to the netpoller without a look that finds nothing.
-	edge bool
+	// may go back to the netpoller without a look that finds nothing.
+	// It does after a batch of fewer than relook events (edgeWaits).
+	edge   bool
+	relook int
 	// yieldAfter is how long poll serves before it lets the netpoller
 	// run (the constant yieldAfter; tests change it).
 	yieldAfter time.Duration
@@ -105,14 +110,30 @@ func NewPolledEpoll(batch int, serve func(events []unix.EpollEvent) bool) (*Poll
 }
 
 // NewEdgePolledEpoll is NewPolledEpoll for a set whose members are all
-// registered with EPOLLET (the eventfd aside, which DrainWake empties): one
-// epoll_wait per wake-up instead of two (internal/fdconn's Poller).
-func NewEdgePolledEpoll(batch int, serve func(events []unix.EpollEvent) bool) (*PolledEpoll, error) {
+// registered with EPOLLET (the eventfd aside, which DrainWake empties).
+// After a batch of fewer than relook events the loop waits in the
+// netpoller at once, without the look that would find nothing: one
+// epoll_wait per wake-up instead of two. A batch of relook events or more
+// is followed by another look, as on a level-triggered set: on a busy set
+// more have likely come while it was served, and a look is cheaper than a
+// wait in the netpoller and a wake-up. relook = batch looks again only
+// after a full batch (internal/fdconn's Poller); the transaction core
+// uses 2, so that a quiet loop woken for one client's event goes back to
+// wait at once (docs/benchmarks-passes.md, "Thirty-fourth pass").
+func NewEdgePolledEpoll(batch, relook int, serve func(events []unix.EpollEvent) bool) (*PolledEpoll, error) {
 	p, err := NewPolledEpoll(batch, serve)
 	if err == nil {
 		p.edge = true
+		p.relook = max(1, min(relook, len(p.events)))
 	}
 	return p, err
+}
+
+// edgeWaits reports whether an edge-triggered set's loop goes back to the
+// netpoller after a batch of n events out of batch, rather than look
+// again. A full batch may have left events behind: it always looks again.
+func edgeWaits(n, batch, relook int) bool {
+	return n < batch && n < relook
 }
 
 // Ctl adds (unix.EPOLL_CTL_ADD), changes or removes fd's interest in
@@ -224,7 +245,7 @@ func (p *PolledEpoll) poll(fd uintptr) bool {
 		if !p.serve(p.events[:n]) {
 			return true
 		}
-		if p.edge && n < len(p.events) {
+		if p.edge && edgeWaits(n, len(p.events), p.relook) {
 			return false
 		}
 		if events += n; events >= yieldCheckEvents {
