@@ -106,9 +106,9 @@ func (c *Core) add(cl *coreClient) bool {
 	if c.noAdds { // set before stopped
 		return false
 	}
-	err := c.set.Ctl(unix.EPOLL_CTL_ADD, cl.end.fd, coreClientEvents)
+	err := c.set.Ctl(unix.EPOLL_CTL_ADD, cl.end.fd, coreClientEvents|coreEdge)
 	if errors.Is(err, unix.EEXIST) {
-		err = c.set.Ctl(unix.EPOLL_CTL_MOD, cl.end.fd, coreClientEvents)
+		err = c.set.Ctl(unix.EPOLL_CTL_MOD, cl.end.fd, coreClientEvents|coreEdge)
 	}
 	c.adds = append(c.adds, coreAdd{cl: cl, err: err})
 	return true

@@ -33,7 +33,7 @@ func NewCore(log *zap.Logger) (*Core, error) {
 		servers: map[*pooler.Conn]*coreServer{}, queues: map[*pooler.Pool]*coreQueue{}, done: make(chan struct{})}
 	c.started = time.Now()
 	c.now = c.started
-	set, err := rawio.NewPolledEpoll(128, c.dispatch)
+	set, err := rawio.NewEdgePolledEpoll(128, coreRelook, c.dispatch)
 	if err != nil {
 		return nil, fmt.Errorf("transaction core: %w", err)
 	}
@@ -116,6 +116,7 @@ type Core struct {
 	heldFree [][]byte   // queued clients' held buffers, for reuse (recycle)
 	ends     []*coreEnd // by descriptor
 	batch    []*coreEnd
+	again    []*coreEnd // ends a level-triggered set would report again (readAgain)
 	clients  map[*coreClient]struct{}
 	servers  map[*pooler.Conn]*coreServer // kept in the set while pooled
 	queues   map[*pooler.Pool]*coreQueue
@@ -175,11 +176,34 @@ func (c *Core) dropPost(p corePost) {
 // coreEnd is one socket in the set.
 type coreEnd struct {
 	fd       int
-	interest uint32
-	out      []byte // bytes for this socket not written yet
-	cl       *coreClient
-	srv      *coreServer
+	interest uint32 // what the set waits for (EPOLLET aside)
+	// hup: EPOLLRDHUP, EPOLLHUP and EPOLLERR once the set reported them.
+	// The set's members are edge-triggered, so an event is reported once;
+	// what a level-triggered set would report again the loop reports to
+	// itself (Core.again): a read that filled its buffer, and a hang-up,
+	// whose end of file a later read finds. (Beside interest, it fills
+	// what was padding: an idle client keeps its size class.)
+	hup uint32
+	out []byte // bytes for this socket not written yet
+	cl  *coreClient
+	srv *coreServer
 }
+
+// coreEdge: every member of the core's set is registered edge-triggered.
+const coreEdge = unix.EPOLLET
+
+// coreRelook: after a batch of this many events or more the loop looks at
+// the set again before it waits in the netpoller (rawio's
+// NewEdgePolledEpoll): a quiet loop woken for one event goes back to wait
+// without a look that would find nothing (4 epoll calls per wake-up
+// became 3 with 200 clients that pause), a busy one finds what came
+// while it served without a wait (docs/benchmarks-passes.md,
+// "Thirty-fourth pass").
+const coreRelook = 2
+
+// againRounds bounds how often one batch serves Core.again; what is left
+// waits for the batch after, which the loop's own Wake brings.
+const againRounds = 16
 
 // coreSocket is the client socket of a session the core owns: a parked
 // socket (a dup of the client's descriptor) that knows its coreClient, so
@@ -257,14 +281,63 @@ func (c *Core) dispatch(events []unix.EpollEvent) bool {
 		if e == nil || e.fd < 0 || (e.fd < len(c.ends) && c.ends[e.fd] != e) {
 			continue // ended earlier in this batch
 		}
-		if e.cl != nil {
-			c.clientEvent(e.cl, ev.Events)
-		} else {
-			c.serverEvent(e.srv, ev.Events)
-		}
+		e.hup |= ev.Events & (unix.EPOLLRDHUP | unix.EPOLLHUP | unix.EPOLLERR)
+		c.event(e, ev.Events)
 	}
 	clear(c.batch)
+	for round := 0; len(c.again) > 0; round++ {
+		if round == againRounds {
+			c.set.Wake() // the rest in the next batch
+			break
+		}
+		c.serveAgain()
+	}
 	return true
+}
+
+func (c *Core) event(e *coreEnd, events uint32) {
+	if e.cl != nil {
+		c.clientEvent(e.cl, events)
+	} else {
+		c.serverEvent(e.srv, events)
+	}
+}
+
+// readAgain is called after a read of n bytes from e: a read that filled
+// the loop's buffer may have left more behind, and after a hang-up a
+// later read finds the end of the file. Either way a level-triggered set
+// would report e again; the loop does it itself (again). An end is read
+// once per batch or round of again at most, so it is in again once; after
+// a batch that ran out of rounds it may be there twice, and the second
+// read finds what came since, or nothing.
+func (c *Core) readAgain(e *coreEnd, n int) {
+	if n == len(c.buf) || e.hup != 0 {
+		c.again = append(c.again, e)
+	}
+}
+
+// serveAgain reports to each end in again what a level-triggered set's
+// next look would: its input while the loop waits for it, and a hang-up
+// once seen. An end that left the set, or whose input the loop does not
+// wait for now, is dropped: when its interest widens again, the
+// EPOLL_CTL_MOD that widens it reports what is there.
+func (c *Core) serveAgain() {
+	ends := c.again
+	c.again = nil
+	for i, e := range ends {
+		ends[i] = nil
+		if e.fd < 0 || e.fd >= len(c.ends) || c.ends[e.fd] != e {
+			continue
+		}
+		events := e.interest&unix.EPOLLIN | e.hup
+		if events == 0 {
+			continue
+		}
+		c.event(e, events)
+	}
+	if c.again == nil {
+		c.again = ends[:0] // its array again
+	}
 }
 
 // woken takes the posts; false ends the loop. The adds come with them,
@@ -303,9 +376,9 @@ func (c *Core) woken() bool {
 
 func (c *Core) register(e *coreEnd, interest uint32) bool {
 	c.track(e, interest)
-	err := c.set.Ctl(unix.EPOLL_CTL_ADD, e.fd, interest)
+	err := c.set.Ctl(unix.EPOLL_CTL_ADD, e.fd, interest|coreEdge)
 	if errors.Is(err, unix.EEXIST) {
-		err = c.set.Ctl(unix.EPOLL_CTL_MOD, e.fd, interest)
+		err = c.set.Ctl(unix.EPOLL_CTL_MOD, e.fd, interest|coreEdge)
 	}
 	return err == nil
 }
@@ -417,5 +490,7 @@ func (c *Core) setInterest(e *coreEnd, want uint32) {
 		return
 	}
 	e.interest = want
-	_ = c.set.Ctl(unix.EPOLL_CTL_MOD, e.fd, want)
+	// A MOD reports what is ready now, edge or not: an interest that
+	// widens finds what came while the loop did not wait for it.
+	_ = c.set.Ctl(unix.EPOLL_CTL_MOD, e.fd, want|coreEdge)
 }

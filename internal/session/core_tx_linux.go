@@ -64,8 +64,7 @@ func (c *Core) readClient(cl *coreClient) bool {
 		c.clientLost(cl)
 		return false
 	}
-	// A full read may leave more behind: the set is level-triggered, so
-	// the loop's next look finds the socket again.
+	c.readAgain(&cl.end, n)
 	return c.clientBytes(cl, c.buf[:n])
 }
 
@@ -211,6 +210,7 @@ func (c *Core) readServer(cs *coreServer) bool {
 		c.serverFailed(cs, errors.New("server closed the connection"))
 		return false
 	}
+	c.readAgain(&cs.end, n)
 	data := c.buf[:n]
 	s := cl.s
 	conn := cs.pc.Value
