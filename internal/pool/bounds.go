@@ -16,7 +16,12 @@ type Bounds struct {
 	// Deadline (zero: none) ends the wait with context.DeadlineExceeded.
 	Deadline time.Time
 	// Stop (nil: never) ends the wait with ErrStopped once it can be
-	// received from.
+	// received from. A queued wait whose Stop can be received from is
+	// passed over by the pool's grants (a returned connection, a create
+	// slot) and ended with ErrStopped, even before its goroutine runs, if
+	// Stop is closed rather than sent to: a send may be taken by the
+	// waiting goroutine's own select, and what it was granted meanwhile
+	// then goes back through it.
 	Stop <-chan struct{}
 }
 

@@ -66,6 +66,7 @@ func (p *Pool[T]) hedgedWait(ctx context.Context, b Bounds, deadline time.Time) 
 	go p.hedgedCreate(h, deadline)
 	p.mu.Lock()
 	w := p.newWaiterLocked(false) // not createOK: no second slot comes to it, only connections
+	w.stop = b.Stop
 	p.mu.Unlock()
 	// Its own connect alone first.
 	alone := time.Until(deadline) > p.hedgeAfter

@@ -351,6 +351,7 @@ func (p *Pool[T]) tryAcquire(ctx context.Context, b Bounds) (c *Conn[T], create 
 		p.counters.GateWaits++
 	}
 	w = p.newWaiterLocked(warm)
+	w.stop = b.Stop
 	p.waiters.pushBack(w)
 	p.startWaitLocked(ctx, b, w)
 	p.counters.Waits++
@@ -479,11 +480,13 @@ func (p *Pool[T]) waitResume(ctx context.Context, b Bounds) error {
 }
 
 // abandon removes a waiter whose context ended. If a grant raced with the
-// cancellation, the grant is passed on rather than lost.
+// cancellation, the grant is passed on rather than lost. An error granted
+// meanwhile (a deadline or a stop the pool ended the wait with, counted
+// there, or the pool closed) leaves nothing to pass on.
 func (p *Pool[T]) abandon(w *waiter[T]) {
 	p.mu.Lock()
-	p.counters.WaitCancels++
 	if w.queued {
+		p.counters.WaitCancels++
 		p.waiters.remove(w)
 		p.mu.Unlock()
 		return
@@ -492,9 +495,11 @@ func (p *Pool[T]) abandon(w *waiter[T]) {
 	g := <-w.ch // already granted: the send happened under mu
 	switch {
 	case g.conn != nil:
+		p.count(func(c *Counters) { c.WaitCancels++ })
 		p.Release(g.conn)
 	case g.create:
 		p.mu.Lock()
+		p.counters.WaitCancels++
 		p.total--
 		p.creating--
 		p.grantCreatesLocked()
@@ -582,6 +587,10 @@ func jittered(d time.Duration, f func() float64) time.Duration {
 func (p *Pool[T]) grantCreatesLocked() {
 	for w := p.waiters.front(); w != nil && p.total < p.cfg.MaxSize && p.creating < p.cfg.MaxParallelCreates && !p.paused; {
 		next := w.next
+		if p.stoppedLocked(w) {
+			w = next
+			continue
+		}
 		if w.createOK {
 			p.waiters.remove(w)
 			p.total++
@@ -597,14 +606,38 @@ func (p *Pool[T]) grantCreatesLocked() {
 // (they get the next burst-gate slot instead).
 func (p *Pool[T]) popWaiterLocked() *waiter[T] {
 	room := p.total < p.cfg.MaxSize
-	for w := p.waiters.front(); w != nil; w = w.next {
-		if w.createOnly && room {
+	for w := p.waiters.front(); w != nil; {
+		next := w.next
+		if p.stoppedLocked(w) || w.createOnly && room {
+			w = next
 			continue
 		}
 		p.waiters.remove(w)
 		return w
 	}
 	return nil
+}
+
+// stoppedLocked ends a queued waiter whose Bounds.Stop fired and reports
+// whether it did: it leaves the queue with ErrStopped as its grant, so
+// that nothing is granted to a wait that is over (a connection would go
+// to its goroutine and back to the pool from there, a create slot would
+// connect for nobody). A Stop the waiting goroutine received itself is
+// not seen here (a send, not a close); its grant then goes back through
+// abandon, as before.
+func (p *Pool[T]) stoppedLocked(w *waiter[T]) bool {
+	if w.stop == nil {
+		return false
+	}
+	select {
+	case <-w.stop:
+	default:
+		return false
+	}
+	p.waiters.remove(w)
+	p.counters.WaitCancels++
+	w.ch <- grant[T]{err: ErrStopped}
+	return true
 }
 
 // Release hands a healthy, clean connection back: to the oldest waiter if
@@ -630,6 +663,10 @@ func (p *Pool[T]) Reuse(c *Conn[T], ours int) bool {
 		panic("BUG: pool: reuse of a connection that is not checked out")
 	}
 	now := p.now()
+	// Stopped waits at the queue's head are over (the caller's own, which
+	// it no longer counts in ours): they leave it first.
+	for w := p.waiters.front(); w != nil && p.stoppedLocked(w); w = p.waiters.front() {
+	}
 	if p.closed || p.paused || c.epoch != p.epoch || c.lifetimeExceeded(now) || p.total > p.cfg.MaxSize || p.waiters.Len() > ours {
 		p.mu.Unlock()
 		p.release(c, true, now)

@@ -483,6 +483,25 @@ func TestReuse(t *testing.T) {
 		require.Same(t, c, <-got)
 		p.Release(c)
 	})
+	t.Run("a stopped wait at the head is over, not someone else's", func(t *testing.T) {
+		p := newTestPool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, &connector{}, nil)
+		c, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		stop := make(chan struct{})
+		close(stop) // the caller stopped it and forgot it: ours is 0
+		p.mu.Lock() // queued by hand: no goroutine leaves the queue first
+		w := p.newWaiterLocked(false)
+		w.stop = stop
+		p.waiters.pushBack(w)
+		p.mu.Unlock()
+		require.True(t, p.Reuse(c, 0), "handed on: the stopped wait left the queue")
+		g := <-w.ch
+		require.ErrorIs(t, g.err, ErrStopped)
+		require.Nil(t, g.conn)
+		require.Zero(t, p.Stats().Waiting)
+		p.Release(c)
+		require.Equal(t, 1, p.Stats().Idle)
+	})
 	t.Run("old epoch", func(t *testing.T) {
 		p := newTestPool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, &connector{}, nil)
 		c, err := p.Acquire(context.Background())

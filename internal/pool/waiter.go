@@ -17,6 +17,9 @@ type waiter[T Resource] struct {
 	// holds a coordinator permit already).
 	createOnly bool
 	permit     Permit // taken before queueing for a slot; nil mostly
+	// stop is the wait's Bounds.Stop (nil: none): grants pass over a
+	// waiter whose stop can be received from (stoppedLocked).
+	stop <-chan struct{}
 
 	// The wait's stage and deadline (Pool.wait), under Pool.mu: timer
 	// calls Pool.stageTimer at due, the earlier of stageEnd and deadline.

@@ -212,3 +212,92 @@ func TestStageTimerFiresLate(t *testing.T) {
 		})
 	}
 }
+
+// A queued waiter whose Stop is closed is passed over by the grants and
+// ended with ErrStopped, before its goroutine runs: a returned connection
+// goes to the next waiter or the idle set, not to the stopped wait and
+// back, and no create slot is spent on it. The waiters are queued by hand
+// (no goroutine), so the grants alone decide what each receives.
+func TestGrantsPassOverAStoppedWaiter(t *testing.T) {
+	closed := make(chan struct{})
+	close(closed)
+	open := make(chan struct{})
+	cases := []struct {
+		name    string
+		stops   []chan struct{} // one waiter each, oldest first
+		destroy bool            // the held connection is destroyed (a create slot), not released
+		want    []string        // what each waiter is granted: "stopped", "conn", "create", "none"
+	}{
+		{"stopped alone: the connection goes idle", []chan struct{}{closed}, false, []string{"stopped"}},
+		{"stopped, then a live waiter: the live one gets it", []chan struct{}{closed, open}, false, []string{"stopped", "conn"}},
+		{"a stop not fired is granted as before", []chan struct{}{open, closed}, false, []string{"conn", "none"}},
+		{"no stop at all: granted as before", []chan struct{}{nil}, false, []string{"conn"}},
+		{"a create slot skips the stopped waiter", []chan struct{}{closed, open}, true, []string{"stopped", "create"}},
+		{"a create slot for nobody is not spent", []chan struct{}{closed}, true, []string{"stopped"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cn := &connector{}
+			p := pressurePool(t, Config{MaxSize: 1, MaxParallelCreates: 1}, cn, time.Hour)
+			held, err := p.Acquire(context.Background())
+			require.NoError(t, err)
+			ws := make([]*waiter[*fakeConn], len(c.stops))
+			p.mu.Lock()
+			for i, stop := range c.stops {
+				w := p.newWaiterLocked(true)
+				w.stop = stop
+				p.waiters.pushBack(w)
+				ws[i] = w
+			}
+			p.mu.Unlock()
+			before := p.Stats().WaitCancels
+			if c.destroy {
+				p.Destroy(held)
+			} else {
+				p.Release(held)
+			}
+			var (
+				got     []string
+				conns   []*Conn[*fakeConn]
+				stopped int
+			)
+			for _, w := range ws {
+				select {
+				case g := <-w.ch:
+					switch {
+					case g.err != nil:
+						require.ErrorIs(t, g.err, ErrStopped)
+						got = append(got, "stopped")
+						stopped++
+					case g.conn != nil:
+						got = append(got, "conn")
+						conns = append(conns, g.conn)
+					case g.create:
+						got = append(got, "create")
+						p.mu.Lock()
+						p.leaveSlotLocked() // the slot's connect is not the test's
+						p.mu.Unlock()
+					}
+				default:
+					got = append(got, "none") // still queued
+					p.mu.Lock()
+					p.waiters.remove(w)
+					p.mu.Unlock()
+				}
+			}
+			require.Equal(t, c.want, got)
+			require.EqualValues(t, stopped, p.Stats().WaitCancels-before, "each stopped wait counts once")
+			for _, conn := range conns {
+				p.Release(conn)
+			}
+			s := p.Stats()
+			require.Zero(t, s.Waiting)
+			require.Zero(t, s.Creating)
+			if c.destroy {
+				require.Zero(t, s.Total, "no connection made for a stopped wait")
+			} else {
+				require.Equal(t, 1, s.Idle, "the connection ends idle")
+			}
+		})
+	}
+}

@@ -61,11 +61,9 @@ func (c *Core) run() {
 	}
 	for _, q := range c.queues {
 		for _, stop := range q.sentinels {
-			select {
-			case stop <- struct{}{}:
-			default:
-			}
+			close(stop) // still listed: not stopped yet (dequeue forgets the ones it stops)
 		}
+		q.sentinels = nil
 	}
 	if c.timer != nil {
 		c.timer.Stop()

@@ -359,10 +359,12 @@ func TestCoreKillRightAfterAdoption(t *testing.T) {
 // woke the loop once more (an eventfd write and read, an epoll wait).
 //
 // The waiter keeps the server (a block) until its stopped sentinel has
-// left the pool's queue: a server released while the sentinel was still
-// queued would be granted to it, which it gives back to the pool, and a
-// holder that came meanwhile would find none idle, queue, and be served
-// by a sentinel's post of its own (the flake of stop 54's CI).
+// left the pool's queue, so that each round starts the same whoever
+// removes it, the pool or the sentinel's goroutine. (Before the pool
+// passed stopped waits over, a server released while the sentinel was
+// still queued went to it and back, and a holder that came meanwhile
+// queued and was served by a sentinel's post of its own: the flake of
+// stop 54's CI, docs/benchmarks-passes.md, "Thirty-fifth pass".)
 func TestCoreStoppedSentinelStaysQuiet(t *testing.T) {
 	d := startCore(t, "transaction", 1)
 	p, ok := d.Daemon.Pools.Lookup("appdb", "app")

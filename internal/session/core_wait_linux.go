@@ -127,7 +127,7 @@ func (c *Core) ensureSentinels(p *pooler.Pool, q *coreQueue) {
 		return
 	}
 	for len(q.sentinels) < want {
-		stop := make(chan struct{}, 1)
+		stop := make(chan struct{})
 		q.sentinels = append(q.sentinels, stop)
 		// Bounded by the head's deadline, as the head's own acquire would
 		// be: a connect retried under server_login_retry gives up before
@@ -185,14 +185,15 @@ func (c *Core) dequeue(cl *coreClient) {
 		// (soon, on a pool that is growing) is served by them instead of
 		// by new acquires, each of which would count a burst-gate wait.
 		// A stopped sentinel is forgotten at once: it posts only what it
-		// got meanwhile (a server, handed on, or a connect's error), and
-		// until it has left the pool's queue a server released by the
-		// loop goes through the pool (Reuse does not count it as ours).
+		// got before the stop (a server, handed on, or a connect's
+		// error). Its stop is closed, not sent to, so the pool passes
+		// it over at once (pool.Bounds), before its goroutine runs: a
+		// server released meanwhile goes to the next waiter or the idle
+		// set, not to it and back, and Reuse does not take it for
+		// another session's waiter. Each is stopped once: it leaves
+		// q.sentinels here.
 		for i, stop := range q.sentinels {
-			select {
-			case stop <- struct{}{}: // capacity 1: each is stopped once
-			default:
-			}
+			close(stop)
 			q.sentinels[i] = nil
 		}
 		q.sentinels = q.sentinels[:0]
