@@ -31,9 +31,8 @@ func TestEdgeWaits(t *testing.T) {
 }
 
 // edgeLoop runs an edge-triggered PolledEpoll of batch events (looking
-// again after relook or more) over pairs
-// socket pairs: each pair's first end is a member (EPOLLET), its second
-// the test's to write to (peers). read gets each byte a member's event
+// again after relook or more) over pairs socket pairs: each pair's first
+// end is a member (EPOLLET), its second the test's to write to (peers). read gets each byte a member's event
 // reads, with peers. The returned stop ends Run and checks it ended
 // cleanly.
 func edgeLoop(t *testing.T, batch, relook, pairs int, read func(member int, b byte, peers []int)) (peers []int, stop func()) {
@@ -93,8 +92,8 @@ func edgeLoop(t *testing.T, batch, relook, pairs int, read func(member int, b by
 // waited after, is served: a ping-pong between two socket pairs where
 // each byte read makes the other member ready. With one ball every batch
 // has one event, and the loop goes back to the netpoller after each
-// (relook 2) or looks again first (relook 1); with
-// two balls and a batch of one a batch may leave an event behind. A lost
+// (relook 2) or looks again first (relook 1); with two balls and a batch
+// of one a batch may leave an event behind. A lost
 // edge stops the balls and times out.
 func TestEdgePolledEpollServesWhatBecomesReady(t *testing.T) {
 	cases := []struct{ batch, relook, balls int }{

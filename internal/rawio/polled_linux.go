@@ -32,10 +32,11 @@ import (
 // "Twenty-seventh pass"). With edge-triggered members (NewEdgePolledEpoll)
 // a batch that did not fill its events emptied the ready list, so Run may
 // wait without that look; their owner reports to itself what a
-// level-triggered member would be reported again for. A loop that never finds the set empty yields its P every
-// yieldEvery batches, so that goroutines queued behind it run, and after
-// serving for yieldAfter it wakes its own set and waits in the netpoller
-// once, so that goroutines only the netpoller readies run too.
+// level-triggered member would be reported again for. A loop that never
+// finds the set empty yields its P every yieldEvery batches, so that
+// goroutines queued behind it run, and after serving for yieldAfter it
+// wakes its own set and waits in the netpoller once, so that goroutines
+// only the netpoller readies run too.
 //
 // Run's goroutine owns the batch; Ctl may be called from it, before Run
 // starts, or by an owner that orders its calls before Close itself. The

@@ -17,10 +17,10 @@ import (
 
 // What the core's set must report again after the loop served it: the
 // rest of a read that filled the loop's buffer, and a hang-up that came
-// with the client's last bytes. (A level-triggered set does; an
-// edge-triggered one, tried in docs/benchmarks-passes.md's thirty-fourth
-// pass, needs the loop to report them to itself, and these tests time out
-// where it does not.)
+// with the client's last bytes. The set is edge-triggered, so the loop
+// reports them to itself (Core.again, docs/benchmarks-passes.md's
+// thirty-fourth and thirty-fifth passes); without that these tests time
+// out.
 
 // TestCoreReadsPastAFullBuffer: a pipeline whose first 32 KiB (the core's
 // read buffer) end on a message boundary, with more behind it in the same
