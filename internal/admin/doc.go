@@ -7,7 +7,8 @@
 //
 // Console is built once per daemon by New and serves every authenticated
 // admin session through Serve; the session package has already sent the
-// welcome. A Query is split on ';' (outside quotes) and parsed as a whole
+// welcome. A Query is split on ';' (outside quotes and SQL comments,
+// which count as spaces: pgx's Ping is "-- ping") and parsed as a whole
 // before anything runs, so a syntax error anywhere runs nothing, as in
 // PostgreSQL; commands then run in order until the first error. The
 // extended protocol is refused with 0A000 and skipped up to Sync.

@@ -138,6 +138,8 @@ func TestIntegrationAdminConsole(t *testing.T) {
 	d, _ := startDaemon(t)
 	admin := connect(t, d, "admin", "admin-pw", "pgdoorman")
 	ctx := context.Background()
+	// pgx's health check ("-- ping", which PgBouncer's console refuses).
+	require.NoError(t, admin.Ping(ctx))
 
 	// A client holds a transaction: its server connection is active.
 	app := connect(t, d, "alice", "alice-pw", "app")

@@ -69,33 +69,77 @@ func parseQuery(q string) ([]command, error) {
 	return cmds, nil
 }
 
-// splitStatements splits q on ';' outside quotes and drops empty pieces.
+// splitStatements splits q on ';' outside quotes and comments and drops
+// empty pieces. A comment, "--" to the end of the line or a "/* */" block
+// (nested, as PostgreSQL's), counts as a space, as it does in SQL: pgx's
+// Ping sends "-- ping", which PgBouncer's console refuses as an invalid
+// command, so that a pgx pool in front of it fails its health checks.
 func splitStatements(q string) ([]string, error) {
 	var out []string
-	var quote rune
-	start := 0
-	for i, r := range q {
+	var cur strings.Builder
+	cut := func() {
+		if s := strings.TrimSpace(cur.String()); s != "" {
+			out = append(out, s)
+		}
+		cur.Reset()
+	}
+	var quote byte
+	for i := 0; i < len(q); i++ {
+		c := q[i]
 		switch {
 		case quote != 0:
-			if r == quote {
+			if c == quote {
 				quote = 0 // a doubled quote reopens at once: same result
 			}
-		case r == '\'' || r == '"':
-			quote = r
-		case r == ';':
-			if s := strings.TrimSpace(q[start:i]); s != "" {
-				out = append(out, s)
+		case c == '\'' || c == '"':
+			quote = c
+		case c == ';':
+			cut()
+			continue
+		case c == '-' && strings.HasPrefix(q[i:], "--"):
+			end := strings.IndexByte(q[i:], '\n')
+			if end < 0 {
+				end = len(q) - i
 			}
-			start = i + 1
+			i += end - 1
+			cur.WriteByte(' ')
+			continue
+		case c == '/' && strings.HasPrefix(q[i:], "/*"):
+			n, ok := blockComment(q[i:])
+			if !ok {
+				return nil, &SyntaxError{Statement: strings.TrimSpace(q)}
+			}
+			i += n - 1
+			cur.WriteByte(' ')
+			continue
 		}
+		cur.WriteByte(c)
 	}
 	if quote != 0 {
 		return nil, &SyntaxError{Statement: strings.TrimSpace(q)}
 	}
-	if s := strings.TrimSpace(q[start:]); s != "" {
-		out = append(out, s)
-	}
+	cut()
 	return out, nil
+}
+
+// blockComment measures the "/* */" comment at the start of s, nested
+// ones inside; false if it does not end.
+func blockComment(s string) (int, bool) {
+	depth := 0
+	for i := 0; i+1 < len(s); i++ {
+		switch {
+		case s[i] == '/' && s[i+1] == '*':
+			depth++
+			i++
+		case s[i] == '*' && s[i+1] == '/':
+			depth--
+			i++
+			if depth == 0 {
+				return i + 1, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // parseStatement parses one statement without its ';'.

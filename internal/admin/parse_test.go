@@ -31,6 +31,13 @@ func TestParseQuery(t *testing.T) {
 		{"set filter with = and ;", "SET log_level = 'warn,pg_doorman::pool=debug;x'", []command{{Verb: "SET", Arg: "log_level", Value: "warn,pg_doorman::pool=debug;x"}}, ""},
 		{"set doubled quote", "SET x = 'it''s'", []command{{Verb: "SET", Arg: "x", Value: "it's"}}, ""},
 		{"set empty string", "SET log_level = ''", []command{{Verb: "SET", Arg: "log_level", Value: ""}}, ""},
+		{"pgx's ping", "-- ping", []command{}, ""},
+		{"line comment after a statement", "SHOW POOLS -- all of them\n;RELOAD", []command{{Verb: "SHOW", Arg: "POOLS"}, {Verb: "RELOAD"}}, ""},
+		{"line comment hides a ;", "SHOW POOLS -- ; RELOAD", []command{{Verb: "SHOW", Arg: "POOLS"}}, ""},
+		{"block comment between words", "SHOW/* which */POOLS", []command{{Verb: "SHOW", Arg: "POOLS"}}, ""},
+		{"nested block comment", "/* a /* b */ ; c */ RELOAD", []command{{Verb: "RELOAD"}}, ""},
+		{"comment marks inside quotes", "SET x = '--/*'", []command{{Verb: "SET", Arg: "x", Value: "--/*"}}, ""},
+		{"comment marks in a quoted db", `PAUSE "a--b"`, []command{{Verb: "PAUSE", Arg: "a--b"}}, ""},
 
 		{"unknown verb", "SELECT 1", nil, "SELECT 1"},
 		{"unknown show", "SHOW FDS", nil, "SHOW FDS"},
@@ -50,6 +57,9 @@ func TestParseQuery(t *testing.T) {
 		{"unterminated ident", `PAUSE "a`, nil, `PAUSE "a`},
 		{"one bad statement spoils all", "SHOW POOLS; nope", nil, "nope"},
 		{"leading equals", "= x", nil, "= x"},
+		{"unterminated block comment", "SHOW POOLS /* x", nil, "SHOW POOLS /* x"},
+		{"block comment closed once of twice", "/* /* */ RELOAD", nil, "/* /* */ RELOAD"},
+		{"a single dash is no comment", "SHOW - POOLS", nil, "SHOW - POOLS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
