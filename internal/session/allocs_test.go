@@ -29,7 +29,7 @@ func newRawClient(t testing.TB, dsn string) *rawClient {
 	t.Helper()
 	pc, err := pgconn.Connect(context.Background(), dsn)
 	require.NoError(t, err)
-	hc, err := pc.Hijack()
+	hc, err := hijack(context.Background(), pc)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = hc.Conn.Close() })
 	return &rawClient{nc: hc.Conn, buf: make([]byte, 64<<10)}
@@ -254,9 +254,22 @@ func pgconnConnect(ctx context.Context, dsn string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc, err := pc.Hijack()
+	hc, err := hijack(ctx, pc)
 	if err != nil {
 		return nil, err
 	}
 	return hc.Conn, nil
+}
+
+// hijack takes pc's socket for a test that speaks the protocol by hand.
+// SyncConn first: a write of pgconn's that took over 15 ms (a loaded
+// machine) starts its background reader, which then waits in a Read of
+// the socket and would take the next bytes that come, say a FATAL the
+// test waits for (the flake of TestCoreKillRightAfterAdoption,
+// docs/benchmarks-passes.md, "Thirty-sixth pass").
+func hijack(ctx context.Context, pc *pgconn.PgConn) (*pgconn.HijackedConn, error) {
+	if err := pc.SyncConn(ctx); err != nil {
+		return nil, err
+	}
+	return pc.Hijack()
 }

@@ -166,7 +166,7 @@ func TestDriversLateParseAfterPipelineError(t *testing.T) {
 
 		b, err := pgconn.Connect(ctx, dsn)
 		require.NoError(t, err)
-		h, err := b.Hijack()
+		h, err := hijack(ctx, b)
 		require.NoError(t, err)
 		defer h.Conn.Close()
 		fe := h.Frontend
