@@ -2,8 +2,11 @@ package session_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"strings"
 	"syscall"
@@ -29,7 +32,7 @@ func newRawClient(t testing.TB, dsn string) *rawClient {
 	t.Helper()
 	pc, err := pgconn.Connect(context.Background(), dsn)
 	require.NoError(t, err)
-	hc, err := hijack(context.Background(), pc)
+	hc, err := hijack(pc)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = hc.Conn.Close() })
 	return &rawClient{nc: hc.Conn, buf: make([]byte, 64<<10)}
@@ -254,7 +257,7 @@ func pgconnConnect(ctx context.Context, dsn string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc, err := hijack(ctx, pc)
+	hc, err := hijack(pc)
 	if err != nil {
 		return nil, err
 	}
@@ -262,14 +265,30 @@ func pgconnConnect(ctx context.Context, dsn string) (net.Conn, error) {
 }
 
 // hijack takes pc's socket for a test that speaks the protocol by hand.
-// SyncConn first: a write of pgconn's that took over 15 ms (a loaded
-// machine) starts its background reader, which then waits in a Read of
-// the socket and would take the next bytes that come, say a FATAL the
-// test waits for (the flake of TestCoreKillRightAfterAdoption,
-// docs/benchmarks-passes.md, "Thirty-sixth pass").
-func hijack(ctx context.Context, pc *pgconn.PgConn) (*pgconn.HijackedConn, error) {
-	if err := pc.SyncConn(ctx); err != nil {
+// A write of pgconn's that took over 15 ms (a loaded machine) starts its
+// background reader, which is stopped after the write but stays blocked
+// in a Read of the socket and would take the next bytes that come, say a
+// FATAL the test waits for (the flake of TestCoreKillRightAfterAdoption,
+// docs/benchmarks-passes.md, "Thirty-sixth pass"). A read deadline in the
+// past ends that Read, and the reader stops without keeping anything;
+// Receive, which reads through it, returns once it has stopped, with a
+// timeout of its own. (pgconn's SyncConn would ping, which needs a server
+// and waits in the queue of a busy pool.)
+func hijack(pc *pgconn.PgConn) (*pgconn.HijackedConn, error) {
+	hc, err := pc.Hijack()
+	if err != nil {
 		return nil, err
 	}
-	return pc.Hijack()
+	if err := hc.Conn.SetReadDeadline(time.Unix(1, 0)); err != nil {
+		return nil, err
+	}
+	if m, err := hc.Frontend.Receive(); err == nil {
+		return nil, fmt.Errorf("hijack: %T after the login", m)
+	} else if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, fmt.Errorf("hijack: %w", err)
+	}
+	if err := hc.Conn.SetReadDeadline(time.Time{}); err != nil {
+		return nil, err
+	}
+	return hc, nil
 }

@@ -166,7 +166,7 @@ func TestDriversLateParseAfterPipelineError(t *testing.T) {
 
 		b, err := pgconn.Connect(ctx, dsn)
 		require.NoError(t, err)
-		h, err := hijack(ctx, b)
+		h, err := hijack(b)
 		require.NoError(t, err)
 		defer h.Conn.Close()
 		fe := h.Frontend

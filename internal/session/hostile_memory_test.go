@@ -32,7 +32,7 @@ func hmRaw(t *testing.T, d *apptest.Instance) net.Conn {
 	defer cancel()
 	pc, err := pgconn.Connect(ctx, d.DSN("app", "app-secret", "appdb"))
 	require.NoError(t, err)
-	hc, err := hijack(ctx, pc)
+	hc, err := hijack(pc)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = hc.Conn.Close() })
 	return hc.Conn

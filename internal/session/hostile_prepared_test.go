@@ -163,7 +163,7 @@ func hpConnectRaw(t *testing.T, dsn string) *hpRaw {
 	t.Helper()
 	c, err := pgconn.Connect(context.Background(), dsn)
 	require.NoError(t, err)
-	h, err := hijack(context.Background(), c)
+	h, err := hijack(c)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Conn.Close() })
 	return &hpRaw{t: t, h: h, fe: h.Frontend}

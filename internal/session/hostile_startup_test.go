@@ -454,7 +454,7 @@ func TestHostileLengths(t *testing.T) {
 		ctx := context.Background()
 		pc, err := pgconn.Connect(ctx, d.DSN("admin", "admin-secret", "pgdoorman"))
 		require.NoError(t, err)
-		hj, err := hijack(ctx, pc)
+		hj, err := hijack(pc)
 		require.NoError(t, err)
 		c := &hsConn{t: t, nc: hj.Conn}
 		t.Cleanup(func() { _ = hj.Conn.Close() })
