@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"net"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -47,50 +48,82 @@ func (d *Daemon) acceptFD(ctx context.Context, p *fdconn.Poller, ln net.Listener
 	return true
 }
 
+// listenControl sets the configured clientOpts on the TCP listener
+// before it listens, so that every socket it accepts inherits them, and
+// records them (listenerOpts): a login then makes none of those five
+// system calls of its own (docs/benchmarks-passes.md, "Thirty-sixth
+// pass"). Before listen(2), so that no connection queued meanwhile misses
+// them. (TCP_USER_TIMEOUT would be inherited too, but this machine's
+// kernel refused it on a socket that was not yet bound or already
+// listening: it is set on each socket.) Nothing is recorded if a call
+// fails: each socket then gets its own, as before.
+func (d *Daemon) listenControl(g *config.General) func(network, address string, c syscall.RawConn) error {
+	return func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(f uintptr) { serr = setInheritedOptions(int(f), g) }); err != nil || serr != nil {
+			d.listenerOpts.Store(nil)
+			return nil
+		}
+		opts := clientOptsOf(g)
+		d.listenerOpts.Store(&opts)
+		return nil
+	}
+}
+
 // configureFD sets the configured TCP options of a client socket of
-// internal/fdconn, as raw calls. Unlike a *net.TCPConn (see
-// configureClientSocket) it comes without Go's TCP_NODELAY.
+// internal/fdconn, as raw calls. What it inherited from its listener is
+// not set again, unless a reload changed the settings since; then every
+// one is set, tcp_no_delay off too, since the listener's value is not the
+// kernel's default.
 func (d *Daemon) configureFD(c *fdconn.Conn) {
 	g := d.Config().General
-	_ = rawio.Control(c, func(f uintptr) { setClientOptions(int(f), &g) })
+	lo := d.listenerOpts.Load()
+	inherited := lo != nil && *lo == clientOptsOf(&g)
+	_ = rawio.Control(c, func(f uintptr) {
+		if !inherited {
+			_ = setInheritedOptions(int(f), &g)
+		}
+		if n := int(g.TCPSocketBufferSize); n > 0 {
+			_ = rawio.SetsockoptIntFD(int(f), unix.SOL_SOCKET, unix.SO_RCVBUF, n)
+			_ = rawio.SetsockoptIntFD(int(f), unix.SOL_SOCKET, unix.SO_SNDBUF, n)
+		}
+	})
 	_ = sockopt.SetUserTimeout(c, g.TCPUserTimeout) // config refuses it where there is no such option
 }
 
-// setClientOptions: tcp_no_delay, tcp_socket_buffer_size and keepalive as
+// setInheritedOptions sets g's clientOpts on fd, each one: tcp_no_delay
+// on or off, and keepalive on with its idle time, interval and count as
 // net.TCPConn.SetKeepAliveConfig sets them (an idle time or interval of 0
-// is 15 s, a count of 0 is 9, a negative value the system's default).
-func setClientOptions(fd int, g *config.General) {
-	set := func(level, opt, v int) { _ = rawio.SetsockoptIntFD(fd, level, opt, v) }
+// is 15 s, a count of 0 is 9; config refuses negative values). The first
+// error.
+func setInheritedOptions(fd int, g *config.General) error {
+	var first error
+	set := func(level, opt, v int) {
+		if err := rawio.SetsockoptIntFD(fd, level, opt, v); err != nil && first == nil {
+			first = err
+		}
+	}
+	noDelay := 0
 	if g.TCPNoDelay {
-		set(unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+		noDelay = 1
 	}
-	if n := int(g.TCPSocketBufferSize); n > 0 {
-		set(unix.SOL_SOCKET, unix.SO_RCVBUF, n)
-		set(unix.SOL_SOCKET, unix.SO_SNDBUF, n)
-	}
+	set(unix.IPPROTO_TCP, unix.TCP_NODELAY, noDelay)
 	set(unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1)
-	if s := keepaliveSeconds(g.TCPKeepalivesIdle); s > 0 {
-		set(unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, s)
+	set(unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, keepaliveSeconds(g.TCPKeepalivesIdle))
+	set(unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, keepaliveSeconds(g.TCPKeepalivesInterval))
+	cnt := g.TCPKeepalivesCount
+	if cnt == 0 {
+		cnt = 9
 	}
-	if s := keepaliveSeconds(g.TCPKeepalivesInterval); s > 0 {
-		set(unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, s)
-	}
-	switch n := g.TCPKeepalivesCount; {
-	case n == 0:
-		set(unix.IPPROTO_TCP, unix.TCP_KEEPCNT, 9)
-	case n > 0:
-		set(unix.IPPROTO_TCP, unix.TCP_KEEPCNT, n)
-	}
+	set(unix.IPPROTO_TCP, unix.TCP_KEEPCNT, cnt)
+	return first
 }
 
-// keepaliveSeconds is d in whole seconds, rounded up as Go's net does: 0
-// is 15 s, negative 0 (leave the system's default).
+// keepaliveSeconds is d in whole seconds, rounded up as Go's net does; 0
+// is 15 s.
 func keepaliveSeconds(d time.Duration) int {
-	switch {
-	case d == 0:
+	if d <= 0 {
 		return 15
-	case d < 0:
-		return 0
 	}
 	return int((d + time.Second - 1) / time.Second)
 }

@@ -5,7 +5,9 @@ package daemon
 import (
 	"context"
 	"net"
+	"syscall"
 
+	"github.com/doorman-go/doorman/internal/config"
 	"github.com/doorman-go/doorman/internal/fdconn"
 )
 
@@ -15,3 +17,9 @@ func (d *Daemon) acceptFD(context.Context, *fdconn.Poller, net.Listener) bool { 
 
 // configureFD does nothing: no fdconn.Conn is made outside Linux.
 func (d *Daemon) configureFD(*fdconn.Conn) {}
+
+// listenControl is nil: outside Linux every accepted socket is configured
+// on its own (configureClientSocket).
+func (d *Daemon) listenControl(*config.General) func(network, address string, c syscall.RawConn) error {
+	return nil
+}

@@ -61,6 +61,10 @@ type Daemon struct {
 	fdListeners     []*fdconn.Listener
 	listenersClosed bool
 	fdPoller        atomic.Pointer[fdconn.Poller] // Serve's, while it runs
+	// listenerOpts: the client options set on the TCP listener before it
+	// listened, which the sockets it accepts inherit (listenControl,
+	// configureFD); nil if none were (an inherited listener).
+	listenerOpts atomic.Pointer[clientOpts]
 
 	reloads       atomic.Uint64
 	reloadFailure atomic.Bool
@@ -156,7 +160,8 @@ func (d *Daemon) Listen() error {
 	// KeepAlive -1: Go would set its own keepalive (15 s) on every
 	// accepted socket, four system calls that configureClientSocket then
 	// repeats with the configured values.
-	lc := net.ListenConfig{KeepAlive: -1}
+	// Control: the client options go on the listener (listenControl).
+	lc := net.ListenConfig{KeepAlive: -1, Control: d.listenControl(&g)}
 	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
@@ -344,6 +349,21 @@ func (d *Daemon) configureClientSocket(nc net.Conn) {
 	// tcp_keepalives_idle 0 meaning Go's default idle time.
 	_ = tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: g.TCPKeepalivesIdle, Interval: g.TCPKeepalivesInterval, Count: g.TCPKeepalivesCount})
 	_ = sockopt.SetUserTimeout(tc, g.TCPUserTimeout) // config refuses it where there is no such option
+}
+
+// clientOpts are the options of a client socket that pg_doorman sets on
+// its TCP listener for the sockets it accepts to inherit: tcp_no_delay,
+// keepalive on, tcp_keepalives_idle, _interval and _count.
+type clientOpts struct {
+	noDelay             bool
+	keepIdle, keepIntvl time.Duration
+	keepCnt             int
+}
+
+// clientOptsOf is g's clientOpts.
+func clientOptsOf(g *config.General) clientOpts {
+	return clientOpts{noDelay: g.TCPNoDelay, keepIdle: g.TCPKeepalivesIdle, keepIntvl: g.TCPKeepalivesInterval,
+		keepCnt: g.TCPKeepalivesCount}
 }
 
 // LoginSockets is how many client sockets internal/fdconn holds: clients

@@ -154,6 +154,35 @@ func TestSettingTCPSocketOptions(t *testing.T) {
 	}
 }
 
+// TestSettingTCPSocketOptionsReload: the client options are set once on
+// the listener, which accepted sockets inherit; a reload that changes them
+// reaches the next client all the same, the ones whose new value is the
+// kernel's default (tcp_no_delay off, tcp_user_timeout 0) too, and a
+// reload back to the first values gives those again.
+func TestSettingTCPSocketOptionsReload(t *testing.T) {
+	first := "  tcp_no_delay: true\n  tcp_keepalives_count: 7\n  tcp_keepalives_idle: 11\n  tcp_keepalives_interval: 13\n  tcp_user_timeout: 17"
+	second := "  tcp_no_delay: false\n  tcp_keepalives_count: 0\n  tcp_keepalives_idle: 0\n  tcp_keepalives_interval: 29\n  tcp_user_timeout: 0"
+	wantFirst := seSockopts{NoDelay: true, KeepAlive: true, KeepCnt: 7, KeepIdle: 11, KeepIntvl: 13, UserTimeoutMS: 17000}
+	wantSecond := seSockopts{NoDelay: false, KeepAlive: true, KeepCnt: 9, KeepIdle: 15, KeepIntvl: 29, UserTimeoutMS: 0}
+	d := apptest.Start(t, config(t, first))
+	client := func(step string) seSockopts {
+		t.Helper()
+		c, err := dial(t, d, "benchdb")
+		require.NoError(t, err, step)
+		t.Cleanup(func() { _ = c.Close(context.Background()) })
+		got := seRead(t, seTCPFd(t, d.Port, c.PgConn().Conn().LocalAddr().(*net.TCPAddr).Port))
+		got.RcvBuf, got.SndBuf = 0, 0 // the kernel's defaults: not asserted
+		return got
+	}
+	require.Equal(t, wantFirst, client("first"), "first settings")
+	d.WriteConfig(t, config(t, second))
+	require.NoError(t, d.Daemon.Reload())
+	require.Equal(t, wantSecond, client("after the reload"), "reloaded settings")
+	d.WriteConfig(t, config(t, first))
+	require.NoError(t, d.Daemon.Reload())
+	require.Equal(t, wantFirst, client("after the reload back"), "first settings again")
+}
+
 // TestSettingTCPUserTimeoutZero: 0 leaves TCP_USER_TIMEOUT at the kernel's
 // 0 on both sides, as the reference says ("0 = OS default").
 func TestSettingTCPUserTimeoutZero(t *testing.T) {
