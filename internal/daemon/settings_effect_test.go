@@ -155,10 +155,11 @@ func TestSettingTCPSocketOptions(t *testing.T) {
 }
 
 // TestSettingTCPSocketOptionsReload: the client options are set once on
-// the listener, which accepted sockets inherit; a reload that changes them
-// reaches the next client all the same, the ones whose new value is the
-// kernel's default (tcp_no_delay off, tcp_user_timeout 0) too, and a
-// reload back to the first values gives those again.
+// the listener (read back from it), which accepted sockets inherit; a
+// reload that changes them reaches the next client all the same, the ones
+// whose new value is the kernel's default (tcp_no_delay off,
+// tcp_user_timeout 0) too, and a reload back to the first values gives
+// those again.
 func TestSettingTCPSocketOptionsReload(t *testing.T) {
 	first := "  tcp_no_delay: true\n  tcp_keepalives_count: 7\n  tcp_keepalives_idle: 11\n  tcp_keepalives_interval: 13\n  tcp_user_timeout: 17"
 	second := "  tcp_no_delay: false\n  tcp_keepalives_count: 0\n  tcp_keepalives_idle: 0\n  tcp_keepalives_interval: 29\n  tcp_user_timeout: 0"
@@ -174,6 +175,17 @@ func TestSettingTCPSocketOptionsReload(t *testing.T) {
 		got.RcvBuf, got.SndBuf = 0, 0 // the kernel's defaults: not asserted
 		return got
 	}
+	// The listener carries them, all but TCP_USER_TIMEOUT (set per socket;
+	// this kernel does not even read it back from a listening socket).
+	lfd := seListenerFd(t, d.Port)
+	get := func(level, opt int) int {
+		v, err := unix.GetsockoptInt(lfd, level, opt)
+		require.NoError(t, err)
+		return v
+	}
+	require.Equal(t, []int{1, 1, 7, 11, 13}, []int{get(unix.IPPROTO_TCP, unix.TCP_NODELAY), get(unix.SOL_SOCKET, unix.SO_KEEPALIVE),
+		get(unix.IPPROTO_TCP, unix.TCP_KEEPCNT), get(unix.IPPROTO_TCP, unix.TCP_KEEPIDLE), get(unix.IPPROTO_TCP, unix.TCP_KEEPINTVL)},
+		"listening socket: nodelay, keepalive, count, idle, interval")
 	require.Equal(t, wantFirst, client("first"), "first settings")
 	d.WriteConfig(t, config(t, second))
 	require.NoError(t, d.Daemon.Reload())
@@ -181,6 +193,28 @@ func TestSettingTCPSocketOptionsReload(t *testing.T) {
 	d.WriteConfig(t, config(t, first))
 	require.NoError(t, d.Daemon.Reload())
 	require.Equal(t, wantFirst, client("after the reload back"), "first settings again")
+}
+
+// seListenerFd returns the fd of this process's listening TCP socket on
+// 127.0.0.1:port.
+func seListenerFd(t *testing.T, port int) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		require.NoError(t, err)
+		if on, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN); err != nil || on == 0 {
+			continue
+		}
+		if sa, err := unix.Getsockname(fd); err == nil {
+			if in, ok := sa.(*unix.SockaddrInet4); ok && in.Port == port {
+				return fd
+			}
+		}
+	}
+	t.Fatalf("no listening socket on port %d", port)
+	return -1
 }
 
 // TestSettingTCPUserTimeoutZero: 0 leaves TCP_USER_TIMEOUT at the kernel's
