@@ -74,13 +74,17 @@ type seSockopts struct {
 	UserTimeoutMS, RcvBuf, SndBuf int
 }
 
+// seGet reads one integer option of fd.
+func seGet(t *testing.T, fd, level, opt int) int {
+	t.Helper()
+	v, err := unix.GetsockoptInt(fd, level, opt)
+	require.NoError(t, err)
+	return v
+}
+
 func seRead(t *testing.T, fd int) seSockopts {
 	t.Helper()
-	get := func(level, opt int) int {
-		v, err := unix.GetsockoptInt(fd, level, opt)
-		require.NoError(t, err)
-		return v
-	}
+	get := func(level, opt int) int { return seGet(t, fd, level, opt) }
 	return seSockopts{
 		NoDelay:       get(unix.IPPROTO_TCP, unix.TCP_NODELAY) != 0,
 		KeepAlive:     get(unix.SOL_SOCKET, unix.SO_KEEPALIVE) != 0,
@@ -178,11 +182,7 @@ func TestSettingTCPSocketOptionsReload(t *testing.T) {
 	// The listener carries them, all but TCP_USER_TIMEOUT (set per socket;
 	// this kernel does not even read it back from a listening socket).
 	lfd := seListenerFd(t, d.Port)
-	get := func(level, opt int) int {
-		v, err := unix.GetsockoptInt(lfd, level, opt)
-		require.NoError(t, err)
-		return v
-	}
+	get := func(level, opt int) int { return seGet(t, lfd, level, opt) }
 	require.Equal(t, []int{1, 1, 7, 11, 13}, []int{get(unix.IPPROTO_TCP, unix.TCP_NODELAY), get(unix.SOL_SOCKET, unix.SO_KEEPALIVE),
 		get(unix.IPPROTO_TCP, unix.TCP_KEEPCNT), get(unix.IPPROTO_TCP, unix.TCP_KEEPIDLE), get(unix.IPPROTO_TCP, unix.TCP_KEEPINTVL)},
 		"listening socket: nodelay, keepalive, count, idle, interval")
