@@ -111,6 +111,7 @@ func FuzzParseQuery(f *testing.F) {
 		"SHOW POOLS", "show stats;", "SET log_level = 'debug'", "set log_level to warn",
 		`PAUSE "a""b"`, "RESUME db; RECONNECT", "RELOAD;SHUTDOWN;", "SET a='it''s'",
 		"SHOW 'x", `"`, ";;", "PAUSE a b", "SET log_level = 'warn,x=debug'", "sElEcT 1",
+		"-- ping", "SHOW/**/POOLS", "/* /* */ */RELOAD", "PAUSE \"a--b\" -- c\n;RESUME", "SET x = '/*' /*",
 	} {
 		f.Add(s)
 	}
