@@ -7,6 +7,12 @@
 // directives fold into one global level, see ParseLevel.
 //
 // New writes to stderr; the returned zap.AtomicLevel is safe for concurrent
-// use and is the only mutable state. Log files, rotation and syslog are not
-// done here (general.syslog_prog_name is refused by config).
+// use and is the only mutable state. On Linux, when stderr is a pipe, a
+// socket (systemd's journal) or /dev/null, a line is written with a raw
+// system call that cannot block (sink_linux.go), so that logging does not
+// wake the Go runtime's sysmon thread; what such a call cannot take at
+// once goes through the ordinary write, which may block the logging
+// goroutine as before. A file or a terminal is written as before. Log
+// files, rotation and syslog are not done here (general.syslog_prog_name
+// is refused by config).
 package logging

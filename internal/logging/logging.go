@@ -43,7 +43,7 @@ func New(o Options) (*zap.Logger, zap.AtomicLevel, error) {
 	default:
 		return nil, lvl, fmt.Errorf("log format %q: want text, structured or debug", o.Format)
 	}
-	core := zapcore.NewCore(enc, zapcore.Lock(os.Stderr), lvl)
+	core := zapcore.NewCore(enc, zapcore.Lock(newSink(os.Stderr)), lvl)
 	return zap.New(core), lvl, nil
 }
 
