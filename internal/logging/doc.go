@@ -9,7 +9,7 @@
 // New writes to stderr; the returned zap.AtomicLevel is safe for concurrent
 // use and is the only mutable state. On Linux, when stderr is a pipe, a
 // socket (systemd's journal) or /dev/null, a line is written with a raw
-// system call that cannot block (sink_linux.go), so that logging does not
+// system call that does not block (sink_linux.go), so that logging does not
 // wake the Go runtime's sysmon thread; what such a call cannot take at
 // once goes through the ordinary write, which may block the logging
 // goroutine as before. A file or a terminal is written as before. Log

@@ -23,9 +23,11 @@ const (
 )
 
 // rawSink writes log lines to a pipe, a socket (stderr under Docker and
-// under systemd's journal) or /dev/null with raw system calls that cannot
+// under systemd's journal) or /dev/null with raw system calls that do not
 // block: a send with MSG_DONTWAIT, a write of at most PIPE_BUF bytes after
-// a zero-timeout ppoll found room, a write to /dev/null. A write through *os.File of a descriptor
+// a zero-timeout ppoll found room in the pipe (only another writer of the
+// same pipe, filling it between the two calls, could make that write
+// wait), a write to /dev/null. A write through *os.File of a descriptor
 // that is not in the netpoller (stderr is blocking) is a system call the
 // scheduler sees, and the first one after the process went idle wakes the
 // runtime's sysmon thread, which then polls every 20 µs for a millisecond
