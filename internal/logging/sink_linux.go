@@ -103,11 +103,7 @@ func (s *rawSink) tryRaw(p []byte) int {
 		}
 		return int(r)
 	case sinkNull:
-		r, _, e := syscall.RawSyscall(unix.SYS_WRITE, uintptr(s.fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-		if e != 0 {
-			return 0
-		}
-		return int(r)
+		return rawWrite(s.fd, p)
 	case sinkPipe:
 		if len(p) > pipeAtomic {
 			return 0
@@ -118,11 +114,17 @@ func (s *rawSink) tryRaw(p []byte) int {
 		if e != 0 || r != 1 || pfd.Revents != unix.POLLOUT {
 			return 0 // no room, or the reader is gone: f.Write reports it
 		}
-		r, _, e = syscall.RawSyscall(unix.SYS_WRITE, uintptr(s.fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-		if e != 0 {
-			return 0
-		}
-		return int(r)
+		return rawWrite(s.fd, p)
 	}
 	return 0
+}
+
+// rawWrite is write(2) of p to fd outside the scheduler: the bytes
+// written, 0 on an error. (rawio.WriteFD is sendto, for sockets only.)
+func rawWrite(fd int, p []byte) int {
+	r, _, e := syscall.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0
+	}
+	return int(r)
 }
