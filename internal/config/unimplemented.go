@@ -21,9 +21,6 @@ func (d *decoder) notImplemented(key, format string, args ...any) {
 // behaviour is what the settings reference describes.
 func (d *decoder) refuseUnimplemented(cfg *Config) {
 	d.refuseGeneral(&cfg.General)
-	for _, name := range sortedPoolNames(cfg.Pools) {
-		d.refusePool(cfg.Pools[name])
-	}
 }
 
 func (d *decoder) refuseGeneral(g *General) {
@@ -65,13 +62,6 @@ func (d *decoder) refuseClientTLS(g *General) {
 		return
 	}
 	d.checkClientTLSFiles(g)
-}
-
-func (d *decoder) refusePool(p *Pool) {
-	key := "pools." + p.Name
-	if p.LogClientParameterStatusChanges {
-		d.notImplemented(key+".log_client_parameter_status_changes", "SET commands are not logged; remove the key or set it to false")
-	}
 }
 
 // runtimeKnobWarnings names the Tokio runtime settings set to a value other

@@ -36,7 +36,7 @@ func TestUnimplementedRefused(t *testing.T) {
 		{name: "proxy_copy_data_timeout default", general: `proxy_copy_data_timeout: 15000`},
 		{name: "proxy_copy_data_timeout", general: `proxy_copy_data_timeout: 20000`},
 		{name: "log_client_parameter_status_changes false", pool: `log_client_parameter_status_changes: false`},
-		{name: "log_client_parameter_status_changes true", pool: `log_client_parameter_status_changes: true`, refused: "pools.db.log_client_parameter_status_changes"},
+		{name: "log_client_parameter_status_changes true", pool: `log_client_parameter_status_changes: true`},
 		// The default build has no PAM (internal/auth/pam, build tag pam).
 		{name: "auth_pam_service", users: `{username: p, auth_pam_service: login, server_username: p, server_password: x}`, refused: pamRefusal},
 	}
@@ -76,7 +76,6 @@ func TestFullFilesRefused(t *testing.T) {
 	tests := map[string][]string{
 		"testdata/full.decode.yaml": {
 			"general.syslog_prog_name",
-			"pools.billing.log_client_parameter_status_changes",
 		},
 	}
 	for path, want := range tests {

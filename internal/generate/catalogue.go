@@ -90,7 +90,7 @@ var catalogue = map[string]entry{
 	"pools.idle_timeout":                        {"overrides general.idle_timeout", "переопределяет general.idle_timeout"},
 	"pools.server_lifetime":                     {"overrides general.server_lifetime", "переопределяет general.server_lifetime"},
 	"pools.pool_mode":                           {"transaction: backend released after each transaction; session: held until the client leaves", "transaction: бэкенд освобождается после каждой транзакции; session: до отключения клиента"},
-	"pools.log_client_parameter_status_changes": {"log SET commands; not implemented, keep false", "логировать команды SET; не реализовано, оставьте false"},
+	"pools.log_client_parameter_status_changes": {"log each parameter change the server reports to a client (a SET of application_name, TimeZone and the like)", "логировать каждое изменение параметра, о котором сервер сообщает клиенту (SET application_name, TimeZone и подобных)"},
 	"pools.cleanup_server_connections":          {"reset session state (RESET ALL, DEALLOCATE ALL, CLOSE ALL) when a connection returns", "сбрасывать состояние сессии (RESET ALL, DEALLOCATE ALL, CLOSE ALL) при возврате соединения"},
 	"pools.scaling_warm_pool_ratio":             {"overrides general.scaling_warm_pool_ratio", "переопределяет general.scaling_warm_pool_ratio"},
 	"pools.scaling_fast_retries":                {"overrides general.scaling_fast_retries", "переопределяет general.scaling_fast_retries"},

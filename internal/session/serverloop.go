@@ -222,7 +222,7 @@ func (s *Session) noteServerMessage(conn *backend.Conn, typ byte, body []byte) {
 		conn.NoteCommandTag(body)
 	case protocol.MsgParameterStatus:
 		conn.ApplyParameterStatus(body)
-		s.noteParameterStatus(body)
+		s.noteParameterStatus(conn, body)
 	case protocol.MsgErrorResponse:
 		if isFatal(body) {
 			conn.Broken = true
@@ -532,12 +532,20 @@ func answersRequest(typ byte) bool {
 	return false
 }
 
-// noteParameterStatus records what the client has now been told. Only
-// serverLoop calls it while attached; the client loop reads them
-// only between transactions.
-func (s *Session) noteParameterStatus(body []byte) {
+// noteParameterStatus records what the client has now been told, and logs
+// it where the pool's log_client_parameter_status_changes asks (a SET of a
+// reported parameter, such as application_name or TimeZone, or a change
+// the server reports by itself). The pooler's own SETs (parameter sync)
+// never come here: their answers are kept from the client. Only the
+// goroutine that reads the attached server calls it; the client loop reads
+// the tracked values only between transactions.
+func (s *Session) noteParameterStatus(conn *backend.Conn, body []byte) {
 	var ps protocol.ParameterStatus
-	if ps.Decode(body) == nil {
-		s.tracked.putName(ps.Name, ps.Value)
+	if ps.Decode(body) != nil {
+		return
+	}
+	s.tracked.putName(ps.Name, ps.Value)
+	if s.pool != nil && s.pool.Settings().DB.LogClientParameterStatusChanges {
+		s.logger().Info("client parameter changed", zap.String("name", ps.Name), zap.String("value", ps.Value), zap.Uint32("server_pid", conn.PID))
 	}
 }

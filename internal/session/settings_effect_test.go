@@ -40,6 +40,7 @@ type seObserved struct {
 	*app.App
 	Port int
 	Logs *observer.ObservedLogs
+	Path string // the config file, for a reload
 }
 
 // seStartObserved starts pg_doorman like apptest.Start but logs into an
@@ -72,7 +73,7 @@ func seStartObserved(t *testing.T, tmpl string) *seObserved {
 			t.Errorf("pg_doorman did not stop within 30s")
 		}
 	})
-	return &seObserved{App: a, Port: port, Logs: logs}
+	return &seObserved{App: a, Port: port, Logs: logs, Path: path}
 }
 
 // TestSettingLogClientConnections: "client connected" and "client
@@ -111,6 +112,73 @@ func TestSettingLogClientConnections(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSettingLogClientParameterStatusChanges: with the pool's key on, each
+// parameter change the server reports to the client is logged once, with
+// the server's PID; a SET of a parameter PostgreSQL does not report is not,
+// and neither is anything with the key off. Session mode reads the server
+// in its own loop, transaction mode in the core (or, with it off, in the
+// client's goroutine).
+func TestSettingLogClientParameterStatusChanges(t *testing.T) {
+	for _, mode := range []string{"transaction", "session"} {
+		for _, on := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s %t", mode, on), func(t *testing.T) {
+				cfg := seConfig(t, "", fmt.Sprintf("    log_client_parameter_status_changes: %t", on), 2)
+				cfg = strings.Replace(cfg, "pool_mode: transaction", "pool_mode: "+mode, 1)
+				d := seStartObserved(t, cfg)
+				c := connect(t, fmt.Sprintf("host=127.0.0.1 port=%d user=app password=app-secret dbname=appdb sslmode=disable", d.Port))
+				ctx := context.Background()
+				tx, err := c.Begin(ctx)
+				require.NoError(t, err)
+				_, err = tx.Exec(ctx, "SET work_mem = '8MB'")
+				require.NoError(t, err)
+				_, err = tx.Exec(ctx, "SET application_name = 'param-log-test'")
+				require.NoError(t, err)
+				var pid int
+				require.NoError(t, tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid))
+				require.NoError(t, tx.Commit(ctx))
+				var one int
+				require.NoError(t, c.QueryRow(ctx, "SELECT 1").Scan(&one))
+				// The line is written before the answer that carried the
+				// ParameterStatus is passed on.
+				got := d.Logs.FilterMessage("client parameter changed").All()
+				if !on {
+					require.Empty(t, got)
+					return
+				}
+				require.Len(t, got, 1, "one reported change: application_name (work_mem is not reported)")
+				m := got[0].ContextMap()
+				require.Equal(t, "application_name", m["name"])
+				require.Equal(t, "param-log-test", m["value"])
+				require.EqualValues(t, pid, m["server_pid"])
+				require.Equal(t, "app", m["user"])
+				require.Equal(t, "appdb", m["database"])
+			})
+		}
+	}
+}
+
+// TestSettingLogClientParameterStatusChangesReload: a reload that turns the
+// key on applies to a client already connected, at its next change.
+func TestSettingLogClientParameterStatusChangesReload(t *testing.T) {
+	cfg := seConfig(t, "", "    log_client_parameter_status_changes: false", 2)
+	d := seStartObserved(t, cfg)
+	c := connect(t, fmt.Sprintf("host=127.0.0.1 port=%d user=app password=app-secret dbname=appdb sslmode=disable", d.Port))
+	ctx := context.Background()
+	_, err := c.Exec(ctx, "SET application_name = 'before-reload'")
+	require.NoError(t, err)
+	require.Empty(t, d.Logs.FilterMessage("client parameter changed").All())
+
+	on := strings.Replace(cfg, "log_client_parameter_status_changes: false", "log_client_parameter_status_changes: true", 1)
+	body := strings.NewReplacer("{{PORT}}", fmt.Sprint(d.Port), "{{DIR}}", filepath.Dir(d.Path)).Replace(on)
+	require.NoError(t, os.WriteFile(d.Path, []byte(body), 0o600))
+	require.NoError(t, d.Daemon.Reload())
+	_, err = c.Exec(ctx, "SET application_name = 'after-reload'")
+	require.NoError(t, err)
+	got := d.Logs.FilterMessage("client parameter changed").All()
+	require.Len(t, got, 1)
+	require.Equal(t, "after-reload", got[0].ContextMap()["value"])
 }
 
 // TestSettingServerRoundRobin: with three idle backends, false (LRU) serves
