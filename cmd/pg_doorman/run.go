@@ -109,7 +109,7 @@ func start(f flags, args []string) int {
 	if f.logLevel != "" {
 		level = f.logLevel
 	}
-	log, atom, err := logging.New(logging.Options{Level: level, Format: f.logFormat, NoColor: f.noColor})
+	log, atom, err := logging.New(logging.Options{Level: level, Format: f.logFormat, NoColor: f.noColor, Syslog: cfg.General.SyslogProgName})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pg_doorman:", err)
 		return 1

@@ -8,7 +8,7 @@
 // are errors. All problems come back at once via errors.Join as *KeyError,
 // each message starting with its key path; warnings come back separately,
 // even on error. A documented key whose value asks for behaviour pg_doorman
-// lacks (syslog, PAM in a build without it, ...) is refused with
+// lacks (PAM in a build without it) is refused with
 // ErrNotImplemented (unimplemented.go); documented defaults always load.
 // Files that settings name are read at load, so that -t and a reload catch
 // them: client and server TLS material, Talos and JWT public keys (a

@@ -7,27 +7,17 @@ import (
 )
 
 // ErrNotImplemented is wrapped by every KeyError for a documented key whose
-// value asks for behaviour pg_doorman does not have yet. Such a key is
+// value asks for behaviour this build does not have (today only
+// auth_pam_service in a build without PAM, authkeys.go). Such a key is
 // refused rather than accepted and ignored: a TLS or authentication setting
 // that silently does nothing is worse than a failed start.
 var ErrNotImplemented = errors.New("not implemented yet")
 
-func (d *decoder) notImplemented(key, format string, args ...any) {
-	d.fail(key, fmt.Errorf("%w: %s", ErrNotImplemented, fmt.Sprintf(format, args...)))
-}
-
-// refuseUnimplemented reports every key of cfg set to a value whose
-// behaviour is missing. Documented defaults always pass: with them our
-// behaviour is what the settings reference describes.
+// refuseUnimplemented reports the keys of cfg set to a value that would
+// have no effect. Documented defaults always pass: with them our behaviour
+// is what the settings reference describes.
 func (d *decoder) refuseUnimplemented(cfg *Config) {
-	d.refuseGeneral(&cfg.General)
-}
-
-func (d *decoder) refuseGeneral(g *General) {
-	d.refuseClientTLS(g) // every server_tls_* setting has its behaviour (loadServerTLS)
-	if g.SyslogProgName != "" {
-		d.notImplemented("general.syslog_prog_name", "logs go to stderr only; remove the key")
-	}
+	d.refuseClientTLS(&cfg.General) // every server_tls_* setting has its behaviour (loadServerTLS)
 }
 
 // refuseClientTLS refuses client-side TLS keys that would have no effect:

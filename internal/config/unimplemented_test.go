@@ -32,7 +32,7 @@ func TestUnimplementedRefused(t *testing.T) {
 		{name: "server_tls_mode allow", general: `server_tls_mode: allow`},
 		{name: "server_tls_mode prefer", general: `server_tls_mode: prefer`},
 		{name: "server_tls_mode require", general: `server_tls_mode: require`},
-		{name: "syslog_prog_name", general: `syslog_prog_name: pg_doorman`, refused: "general.syslog_prog_name"},
+		{name: "syslog_prog_name", general: `syslog_prog_name: pg_doorman`},
 		{name: "proxy_copy_data_timeout default", general: `proxy_copy_data_timeout: 15000`},
 		{name: "proxy_copy_data_timeout", general: `proxy_copy_data_timeout: 20000`},
 		{name: "log_client_parameter_status_changes false", pool: `log_client_parameter_status_changes: false`},
@@ -74,9 +74,7 @@ func TestUnimplementedRefused(t *testing.T) {
 // changes this list.
 func TestFullFilesRefused(t *testing.T) {
 	tests := map[string][]string{
-		"testdata/full.decode.yaml": {
-			"general.syslog_prog_name",
-		},
+		"testdata/full.decode.yaml": {},
 	}
 	for path, want := range tests {
 		t.Run(filepath.Base(path), func(t *testing.T) {

@@ -113,6 +113,17 @@ func TestReloadKeepsTransactionLoop(t *testing.T) {
 	}
 }
 
+// TestReloadKeepsSyslogProgName: general.syslog_prog_name is fixed at start
+// (the logger is built once); a reload that sets it (warned in the log)
+// leaves the running configuration as it runs, with the rest applied.
+func TestReloadKeepsSyslogProgName(t *testing.T) {
+	d := apptest.Start(t, config(t, ""))
+	d.WriteConfig(t, config(t, "  syslog_prog_name: pg_doorman\n  query_wait_timeout: 7s"))
+	require.NoError(t, d.Daemon.Reload())
+	require.Equal(t, 7*time.Second, d.Daemon.Config().General.QueryWaitTimeout, "the rest of the file applies")
+	require.Empty(t, d.Daemon.Config().General.SyslogProgName, "the running value stays")
+}
+
 func TestMaxConnections(t *testing.T) {
 	d := apptest.Start(t, config(t, "  max_connections: 2"))
 	a, err := dial(t, d, "benchdb")

@@ -28,6 +28,10 @@ func (d *Daemon) Reload() error {
 	if cfg.General.Host != old.Host || cfg.General.Port != old.Port {
 		d.Log.Warn("general.host and general.port are fixed at start; restart to change them")
 	}
+	if cfg.General.SyslogProgName != old.SyslogProgName {
+		d.Log.Warn("general.syslog_prog_name is fixed at start; restart to change it")
+		cfg.General.SyslogProgName = old.SyslogProgName
+	}
 	if cfg.General.TransactionLoop != old.TransactionLoop {
 		d.Log.Warn("general.transaction_loop is fixed at start; restart to change it")
 		// The running configuration (SHOW CONFIG) says what runs.

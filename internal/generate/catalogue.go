@@ -23,7 +23,7 @@ var catalogue = map[string]entry{
 	"general.tls_certificate":                       {"certificate file for client TLS, set together with tls_private_key", "файл сертификата для клиентского TLS, вместе с tls_private_key"},
 	"general.tls_rate_limit_per_second":             {"most TLS handshakes started per second, 0 = no limit", "ограничение числа TLS-рукопожатий в секунду, 0 = без ограничения"},
 	"general.daemon_pid_file":                       {"PID file written when started with -d (daemon mode)", "PID-файл, который пишется при запуске с -d (режим демона)"},
-	"general.syslog_prog_name":                      {"syslog program name; not implemented: logs go to stderr, keep it empty", "имя программы для syslog; не реализовано: логи идут в stderr, оставьте пустым"},
+	"general.syslog_prog_name":                      {"syslog program name: when set, logs go to the local syslog (/dev/log) instead of stderr", "имя программы для syslog: если задано, логи идут в локальный syslog (/dev/log) вместо stderr"},
 	"general.log_client_connections":                {"log every client connection", "логировать подключения клиентов"},
 	"general.log_client_disconnections":             {"log every client disconnection", "логировать отключения клиентов"},
 	"general.log_level":                             {"log level: error, warn, info, debug, trace, off (the -l flag and LOG_LEVEL override it)", "уровень логирования: error, warn, info, debug, trace, off (флаг -l и LOG_LEVEL его переопределяют)"},

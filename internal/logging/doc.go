@@ -12,7 +12,10 @@
 // system call that does not block (sink_linux.go), so that logging does not
 // wake the Go runtime's sysmon thread; what such a call cannot take at
 // once goes through the ordinary write, which may block the logging
-// goroutine as before. A file or a terminal is written as before. Log
-// files, rotation and syslog are not done here (general.syslog_prog_name
-// is refused by config).
+// goroutine as before. A file or a terminal is written as before.
+//
+// With Options.Syslog (general.syslog_prog_name) the lines go to the local
+// syslog daemon instead, one RFC 3164 datagram each (syslog.go), sent
+// without waiting; a line the daemon cannot take falls back to stderr.
+// Log files and rotation are not done here.
 package logging
