@@ -14,7 +14,7 @@
 // them: client and server TLS material, Talos and JWT public keys (a
 // reload is how a rotated key is picked up), PAM service files (checked to
 // exist).
-// Tokio-only keys and backlog are accepted and only warn when set.
+// Tokio-only keys are accepted and only warn when set.
 //
 // Sources, later overriding earlier for general/prometheus keys: defaults,
 // the main file, include.files in order (relative to the main file, no

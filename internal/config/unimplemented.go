@@ -77,8 +77,5 @@ func runtimeKnobWarnings(g *General) []string {
 		w = append(w, fmt.Sprintf("general.%s: Tokio runtime settings, no effect in pg_doorman (Go schedules on GOMAXPROCS threads; set the GOMAXPROCS environment variable to limit them)",
 			strings.Join(set, ", general.")))
 	}
-	if g.Backlog != def.Backlog {
-		w = append(w, fmt.Sprintf("general.backlog: %d has no effect, the listen backlog is the kernel's net.core.somaxconn", g.Backlog))
-	}
 	return w
 }

@@ -150,8 +150,37 @@ func (d *Daemon) setHBA(cfg *config.Config) error {
 // Config returns the configuration in force.
 func (d *Daemon) Config() *config.Config { return d.Pools.Config() }
 
-// Listen opens the TCP listener and, if configured, the unix socket.
+// Listen opens the TCP listener and, if configured, the unix socket (or
+// takes the old process's in a binary upgrade), with general.backlog.
 func (d *Daemon) Listen() error {
+	if err := d.listen(); err != nil {
+		return err
+	}
+	return d.setBacklog(listenBacklog(&d.Config().General))
+}
+
+// listenBacklog is the listen backlog general.backlog asks for: its value,
+// or max_connections when it is 0. The kernel caps it at its own limit
+// (net.core.somaxconn).
+func listenBacklog(g *config.General) int {
+	if g.Backlog > 0 {
+		return g.Backlog
+	}
+	return g.MaxConnections
+}
+
+// setBacklog gives every listener the backlog n (listen(2) again: a reload
+// changes it without closing anything).
+func (d *Daemon) setBacklog(n int) error {
+	for _, ln := range d.listeners {
+		if err := sockopt.SetBacklog(ln, n); err != nil {
+			return fmt.Errorf("%s: %w", ln.Addr(), err)
+		}
+	}
+	return nil
+}
+
+func (d *Daemon) listen() error {
 	if in := d.inherited; in != nil {
 		return d.listenInherited(in)
 	}

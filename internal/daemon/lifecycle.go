@@ -43,6 +43,11 @@ func (d *Daemon) Reload() error {
 		return err
 	}
 	tlsOK := d.reloadClientTLS(&old, &cfg.General)
+	if n := listenBacklog(&cfg.General); n != listenBacklog(&old) {
+		if err := d.setBacklog(n); err != nil {
+			d.Log.Warn("general.backlog not applied", zap.Int("backlog", n), zap.Error(err))
+		}
+	}
 	d.Pools.Apply(cfg)
 	d.Memory.SetLimit(int64(cfg.General.MaxMemoryUsage))
 	if lvl, err := logging.ParseLevel(cfg.General.LogLevel, zapcore.InfoLevel); err != nil {

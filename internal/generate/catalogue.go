@@ -14,7 +14,7 @@ var catalogue = map[string]entry{
 	"general.host":                                  {"address to listen on for client connections (TCP v4)", "адрес, на котором принимаются клиентские соединения (только TCP v4)"},
 	"general.port":                                  {"port for client connections", "порт для клиентских соединений"},
 	"general.unix_socket_dir":                       {"directory of the client unix socket .s.PGSQL.<port> (extension); empty: no unix socket", "каталог клиентского unix-сокета .s.PGSQL.<port> (расширение); пусто: без unix-сокета"},
-	"general.backlog":                               {"TCP listen backlog; no effect here, the kernel's net.core.somaxconn applies", "TCP backlog; здесь не действует, используется net.core.somaxconn ядра"},
+	"general.backlog":                               {"listen backlog of the TCP and unix listeners; 0 means max_connections (the kernel caps it at net.core.somaxconn)", "backlog TCP- и unix-сокета; 0 означает max_connections (ядро ограничивает его net.core.somaxconn)"},
 	"general.max_connections":                       {"most clients connected at once; above it clients get 53300 too many clients", "максимум одновременно подключённых клиентов; сверх него клиент получает 53300 too many clients"},
 	"general.max_concurrent_creates":                {"most server connections created in parallel per pool", "максимум серверных соединений, создаваемых параллельно в одном пуле"},
 	"general.tls_mode":                              {"client TLS: allow, disable, require or verify-full (client certificate checked)", "TLS для клиентов: allow, disable, require или verify-full (проверка клиентского сертификата)"},

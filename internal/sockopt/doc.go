@@ -2,7 +2,9 @@
 // package has no call for: how long unacknowledged data may stay
 // unacknowledged before the kernel drops the connection
 // (general.tcp_user_timeout), on client sockets (internal/daemon) and
-// server sockets (internal/backend) alike.
+// server sockets (internal/backend) alike; and the listen backlog of a
+// socket that already listens (general.backlog, SetBacklog), which package
+// net always sets to the kernel's limit.
 //
 // Linux has TCP_USER_TIMEOUT (milliseconds); macOS has
 // TCP_RXT_CONNDROPTIME (seconds: a timeout is rounded up to whole
