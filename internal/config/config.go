@@ -79,7 +79,7 @@ type General struct {
 	ServerTLSCACert                   string        `cfg:"server_tls_ca_cert"`
 	ServerTLSCertificate              string        `cfg:"server_tls_certificate"`
 	ServerTLSPrivateKey               string        `cfg:"server_tls_private_key"`
-	Hba                               []string      `cfg:"hba"`
+	Hba                               []string      `cfg:"hba,custom"`
 	PgHba                             PgHba         `cfg:"pg_hba,custom"`
 	PoolerCheckQuery                  string        `cfg:"pooler_check_query"`
 	Talos                             Talos         `cfg:"talos"`

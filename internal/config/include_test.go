@@ -140,6 +140,15 @@ func TestPgHbaForms(t *testing.T) {
 			files:    map[string]string{"c.toml": "[general]\npg_hba = { path = \"./pg_hba.conf\" }\n", "pg_hba.conf": rules},
 			wantPath: "pg_hba.conf",
 		},
+		// The seed's pg_hba page writes the rules under general.hba.
+		{name: "hba inline yaml", files: map[string]string{"c.yaml": "general:\n  hba: |\n    host all all 127.0.0.1/32 trust\n"}},
+		{name: "hba inline toml", files: map[string]string{"c.toml": "[general]\nhba = \"\"\"\nhost all all 127.0.0.1/32 trust\n\"\"\"\n"}},
+		{name: "hba content yaml", files: map[string]string{"c.yaml": "general:\n  hba:\n    content: |\n      host all all 127.0.0.1/32 trust\n"}},
+		{
+			name:     "hba path yaml",
+			files:    map[string]string{"c.yaml": "general:\n  hba:\n    path: \"pg_hba.conf\"\n", "pg_hba.conf": rules},
+			wantPath: "pg_hba.conf",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,6 +166,30 @@ func TestPgHbaForms(t *testing.T) {
 				require.Empty(t, cfg.General.PgHba.Path)
 			}
 			require.Equal(t, []string{"pools: no pools configured, only the admin console is reachable"}, warnings)
+		})
+	}
+}
+
+// TestHbaList: general.hba as a list is the legacy address list; other
+// shapes, and rules in both general.hba and general.pg_hba, are errors.
+func TestHbaList(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"c.yaml": "general:\n  hba: [\"10.0.0.0/8\", \"127.0.0.1/32\"]\n"})
+	cfg, _, err := Load(filepath.Join(dir, "c.yaml"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"10.0.0.0/8", "127.0.0.1/32"}, cfg.General.Hba)
+	require.False(t, cfg.General.PgHba.Set())
+
+	bad := []struct{ name, doc, want string }{
+		{"a number", "general:\n  hba: 5\n", "general.hba: must be a list of addresses, or pg_hba rules"},
+		{"rules twice", "general:\n  hba: \"host all all 127.0.0.1/32 trust\"\n  pg_hba: \"host all all 127.0.0.1/32 trust\"\n", "general.hba: pg_hba rules are set in general.pg_hba as well"},
+		{"a list and pg_hba", "general:\n  hba: [\"127.0.0.1/32\"]\n  pg_hba: \"host all all 127.0.0.1/32 trust\"\n", "general.pg_hba"},
+		{"a table without path or content", "general:\n  hba:\n    file: x\n", "general.hba.file"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{"c.yaml": tt.doc})
+			_, _, err := Load(filepath.Join(dir, "c.yaml"))
+			require.ErrorContains(t, err, tt.want)
 		})
 	}
 }

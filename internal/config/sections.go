@@ -14,12 +14,42 @@ import (
 // dir is that file's directory (for pg_hba.path). It returns the keys set.
 func (d *decoder) decodeGeneral(m map[string]any, dir string, g *General) map[string]bool {
 	custom, present := d.decodeFields("general", m, g)
+	if raw, ok := custom["hba"]; ok {
+		_, pgHbaToo := custom["pg_hba"]
+		d.decodeHba(raw, dir, g, pgHbaToo)
+	}
 	if raw, ok := custom["pg_hba"]; ok {
 		if h, ok := d.decodePgHba("general.pg_hba", raw, dir); ok {
 			g.PgHba = h
 		}
 	}
 	return present
+}
+
+// decodeHba takes general.hba in both of the seed's meanings: a list of
+// addresses (the legacy allow list, its reference) or pg_hba rules in any
+// of general.pg_hba's forms (text, {path}, {content}), as its pg_hba page
+// writes them. Rules given so are general.pg_hba's; with general.pg_hba in
+// the same file too they are an error, as the seed says of setting both.
+func (d *decoder) decodeHba(raw any, dir string, g *General, pgHbaToo bool) {
+	if _, list := raw.([]any); list {
+		if l, ok := d.strList("general.hba", raw); ok {
+			g.Hba = l
+		}
+		return
+	}
+	_, text := raw.(string)
+	if _, table := asMap(raw); !text && !table {
+		d.failf("general.hba", "must be a list of addresses, or pg_hba rules as text or a table with path or content, got %s", typeName(raw))
+		return
+	}
+	if pgHbaToo {
+		d.failf("general.hba", "pg_hba rules are set in general.pg_hba as well; keep one of the two keys")
+		return
+	}
+	if h, ok := d.decodePgHba("general.hba", raw, dir); ok {
+		g.PgHba = h
+	}
 }
 
 // decodePgHba accepts the three documented forms: inline text,

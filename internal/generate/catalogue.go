@@ -69,7 +69,7 @@ var catalogue = map[string]entry{
 	"general.server_tls_ca_cert":                    {"CA to verify PostgreSQL certificates; required with verify-ca and verify-full", "CA для проверки сертификатов PostgreSQL; обязателен при verify-ca и verify-full"},
 	"general.server_tls_certificate":                {"client certificate for mTLS to PostgreSQL, with server_tls_private_key", "клиентский сертификат для mTLS к PostgreSQL, вместе с server_tls_private_key"},
 	"general.server_tls_private_key":                {"private key of server_tls_certificate", "приватный ключ для server_tls_certificate"},
-	"general.hba":                                   {"legacy list of client CIDRs allowed to connect; not together with pg_hba", "устаревший список CIDR, с которых разрешено подключаться; не вместе с pg_hba"},
+	"general.hba":                                   {"legacy list of client CIDRs allowed to connect, or pg_hba rules in pg_hba's forms; not together with pg_hba", "устаревший список CIDR, с которых разрешено подключаться, или правила pg_hba в формах pg_hba; не вместе с pg_hba"},
 	"general.pg_hba":                                {"client access rules in pg_hba.conf format: inline text, {path = file} or {content = text}", "правила доступа в формате pg_hba.conf: текст, {path = файл} или {content = текст}"},
 	"general.pooler_check_query":                    {"a simple query answered by pg_doorman itself (health checks)", "простой запрос, на который pg_doorman отвечает сам (health checks)"},
 	"general.talos":                                 {"Talos JWT logins (user name talos)", "вход через Talos JWT (имя пользователя talos)"},

@@ -70,6 +70,11 @@ func referenceNodes(c Comments, activate bool) []*node {
 	}
 	r.custom = map[string]func(string) *node{
 		"general.pg_hba": func(p string) *node { return r.mark(p, leaf("pg_hba", exampleHba, c.key(p))) },
+		// general.hba also takes pg_hba's forms; the reference shows its
+		// list form, as the seed's settings reference does.
+		"general.hba": func(p string) *node {
+			return r.mark(p, leaf("hba", value(reflect.ValueOf(g.Hba), config.Field{Key: "hba"}), c.key(p)))
+		},
 		"pools.auth_query": func(p string) *node {
 			return r.mark(p, table("auth_query", c.key(p), r.fields("pools.auth_query", &aq)...))
 		},
