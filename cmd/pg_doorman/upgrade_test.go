@@ -404,8 +404,9 @@ func readPID(path string) int {
 }
 
 // TestBinaryUpgradeDaemonMode: under -d the new process takes the
-// listeners and rewrites the pid file; clients are not migrated but told
-// to reconnect (58006) at their idle point, as the seed documents.
+// listeners and rewrites the pid file; clients are not migrated but
+// drained (58006 pooler is shut down now) at their idle point, as the seed
+// documents.
 func TestBinaryUpgradeDaemonMode(t *testing.T) {
 	r := newUpgradeRig(t, "-d")
 	require.NoError(t, r.first.Wait(), "the -d parent exits once the daemon started")
@@ -434,6 +435,7 @@ func TestBinaryUpgradeDaemonMode(t *testing.T) {
 	var pe *pgconn.PgError
 	require.ErrorAs(t, err, &pe, "the idle client was drained: %v", err)
 	require.Equal(t, "58006", pe.Code)
+	require.Equal(t, "pooler is shut down now", pe.Message, "the seed's text for a drained client")
 	c, err := pgx.Connect(ctx, r.dsn("app", "app-secret", "appdb"))
 	require.NoError(t, err, "the new daemon serves")
 	c.Close(ctx)

@@ -133,12 +133,13 @@ func (d *Daemon) handOver(child *upgrade.Child) {
 				waiting++
 			case st == session.StateIdle || st == session.StateLogin:
 				// Cannot move (TLS, session mode, admin, daemon mode):
-				// at its idle point it is told to reconnect.
+				// ended at its idle point, with the seed's drain error
+				// (its troubleshooting names this text), and it reconnects.
 				if !told[s] {
 					told[s] = true
 					d.UpgradeStats.Drained.Add(1)
 				}
-				s.Kill("58006", "pooler is upgrading: reconnect")
+				s.Kill("58006", "pooler is shut down now")
 			default:
 				waiting++
 			}
