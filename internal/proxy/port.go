@@ -253,6 +253,9 @@ func (p *port) applyPlan(plan Plan, fetchedAt time.Time) {
 	}
 	p.env.metrics.PortOpen.WithLabelValues(spec.Cluster, spec.Name).Set(open)
 	switch {
+	case plan.Refuse != prev && plan.Refuse == ReasonNoBackends:
+		// The seed's diagnostics tell operators to look for these words.
+		log.Warn("no backends available, port refuses new connections", zap.String("reason", string(plan.Refuse)))
 	case plan.Refuse != prev && plan.Refuse != ReasonNone:
 		log.Warn("port refuses new connections", zap.String("reason", string(plan.Refuse)))
 	case plan.Refuse == ReasonNone && prev != ReasonNone:
