@@ -61,7 +61,7 @@ func TestSyslogLines(t *testing.T) {
 		{"text", zapcore.InfoLevel, 14, "INFO\thello\t" + `\{"k": "v", "n": 1\}$`},
 		{"text", zapcore.WarnLevel, 12, "WARN\thello\t" + `\{"k": "v", "n": 1\}$`},
 		{"text", zapcore.ErrorLevel, 11, "ERROR\thello\t" + `\{"k": "v", "n": 1\}$`},
-		{"structured", zapcore.InfoLevel, 14, `\{"level":"info","msg":"hello","k":"v","n":1\}$`},
+		{"structured", zapcore.InfoLevel, 14, `\{"level":"INFO","message":"hello","k":"v","n":1,"file":"logging/syslog_test.go","line":\d+\}$`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.format+" "+tt.level.String(), func(t *testing.T) {
