@@ -138,7 +138,7 @@ func start(f flags, args []string) int {
 		// after we are gone would signal a stranger.
 		defer removePIDFile(cfg.General.DaemonPIDFile, os.Getpid(), log)
 	}
-	if err := serve(cfg, log, atom, inherited, upgradeSpec{path: path, daemon: f.daemonize}); err != nil {
+	if err := serve(cfg, log, atom, inherited, upgradeSpec{path: path, daemon: f.daemonize, log: log}); err != nil {
 		log.Error("pg_doorman failed", zap.Error(err))
 		return 1
 	}
@@ -149,6 +149,7 @@ func start(f flags, args []string) int {
 type upgradeSpec struct {
 	path   string // the config file
 	daemon bool   // -d: clients are drained, not migrated
+	log    *zap.Logger
 }
 
 // spawn starts this binary again with our own arguments (minus the
@@ -164,7 +165,7 @@ func (u upgradeSpec) spawn(ctx context.Context, lns []upgrade.Listener) (*upgrad
 			args = append(args, a)
 		}
 	}
-	return upgrade.Spawn(ctx, upgrade.SpawnOptions{Binary: exe, ConfigPath: u.path, Args: args, Listeners: lns, Migrate: !u.daemon})
+	return upgrade.Spawn(ctx, upgrade.SpawnOptions{Binary: exe, ConfigPath: u.path, Args: args, Listeners: lns, Migrate: !u.daemon, Log: u.log})
 }
 
 // sigintUpgrades reports whether SIGINT starts a binary upgrade (the
@@ -217,7 +218,8 @@ func serve(cfg *config.Config, log *zap.Logger, atom zap.AtomicLevel, inherited 
 				case s == syscall.SIGHUP:
 					_ = d.Reload()
 				case s == syscall.SIGUSR2, s == syscall.SIGINT && sigintUpgrades(up.daemon):
-					log.Info("got signal, starting binary upgrade and graceful shutdown", zap.Stringer("signal", s))
+					// The seed's words, which its monitoring section lists.
+					log.Info(fmt.Sprintf("Got %s, starting binary upgrade and graceful shutdown", signalName(s)))
 					go doUpgrade()
 				default:
 					log.Info("got signal, shutting down gracefully", zap.Stringer("signal", s))
@@ -240,4 +242,14 @@ func serve(cfg *config.Config, log *zap.Logger, atom zap.AtomicLevel, inherited 
 	})
 	log.Info("pg_doorman stopped")
 	return err
+}
+
+// signalName is a signal as the seed's log lines name it ("SIGUSR2").
+func signalName(s os.Signal) string {
+	if ss, ok := s.(syscall.Signal); ok {
+		if n := unix.SignalName(ss); n != "" {
+			return n
+		}
+	}
+	return s.String()
 }

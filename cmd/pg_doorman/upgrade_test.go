@@ -142,7 +142,7 @@ func pgBinary(t *testing.T, name string) string {
 	return p
 }
 
-var readyLine = regexp.MustCompile(`new process signaled readiness\s+\{"pid": (\d+)\}`)
+var readyLine = regexp.MustCompile(`New process signaled readiness\s+\{"pid": (\d+)\}`)
 
 // pids are the processes of the rig: the first and every new one.
 func (r *upgradeRig) pids() []int {
@@ -335,9 +335,23 @@ func TestBinaryUpgrade(t *testing.T) {
 	// pgbench's sessions end as the third process reads their EOFs.
 	require.Eventually(t, func() bool { return len(r.admin(t, "SHOW CLIENTS")) == 4 }, 20*time.Second, 50*time.Millisecond,
 		"the two pgx clients, psql and this admin session, on the third process")
-	migrated := strings.Count(r.stderr.String(), "client migrated to the new process")
+	migrated := strings.Count(r.stderr.String(), "migrated to new process")
 	require.GreaterOrEqual(t, migrated, 2*53, "every client moved twice")
 	t.Logf("%d client migrations over two upgrades", migrated)
+	// The lines the seed's monitoring section lists, in its words.
+	for _, line := range []*regexp.Regexp{
+		regexp.MustCompile(`Got SIGINT, starting binary upgrade and graceful shutdown`), // the first upgrade's signal
+		regexp.MustCompile(`Validating configuration with: \S+ -t \S+`),
+		regexp.MustCompile(`Configuration validation successful`),
+		regexp.MustCompile(`Starting new process with inherited listener fd=\d+`),
+		regexp.MustCompile(`Client migration enabled`),
+		regexp.MustCompile(`\[app@appdb #c\d+\] client 127\.0\.0\.1:\d+ migrated to new process`),
+		regexp.MustCompile(`\[app@appdb #c\d+\] migrated client accepted from 127\.0\.0\.1:\d+`),
+		regexp.MustCompile(`Migration sender finished`),
+		regexp.MustCompile(`migration receiver: listening for migrated clients`),
+	} {
+		require.Regexp(t, line, r.stderr.String())
+	}
 
 	// A broken config: the upgrade is aborted, the process serves on.
 	good, err := os.ReadFile(r.cfgPath)

@@ -85,7 +85,7 @@ func (d *Daemon) Upgrade(ctx context.Context, extra []upgrade.Listener, spawn Sp
 		}
 		return fmt.Errorf("binary upgrade: %w", err)
 	}
-	d.Log.Info("new process signaled readiness", zap.Int("pid", child.PID))
+	d.Log.Info("New process signaled readiness", zap.Int("pid", child.PID))
 	d.once.Do(func() {
 		close(d.shutdown)
 		go d.handOver(child)
@@ -111,7 +111,7 @@ func (d *Daemon) handOver(child *upgrade.Child) {
 	var m session.Migrator
 	if child.Channel != nil {
 		m = &migrator{ch: child.Channel, stats: &d.UpgradeStats}
-		d.Log.Info("client migration enabled")
+		d.Log.Info("Client migration enabled")
 	}
 	timeout := d.Config().General.ShutdownTimeout
 	deadline := time.Now().Add(timeout)
@@ -154,11 +154,11 @@ func (d *Daemon) handOver(child *upgrade.Child) {
 		d.Log.Warn("shutdown_timeout reached, closing clients still in a transaction", zap.Int("clients", n))
 		d.Clients.CloseAll("58006", "pooler is shut down now")
 	} else {
-		d.Log.Info("all clients disconnected, shutting down")
+		d.Log.Info("All clients disconnected, shutting down")
 	}
 	if child.Channel != nil {
 		_ = child.Channel.Close()
-		d.Log.Info("migration sender finished")
+		d.Log.Info("Migration sender finished")
 	}
 	d.Pools.Close()
 }

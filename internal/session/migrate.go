@@ -121,7 +121,7 @@ func (s *Session) handOff() error {
 		s.logger().Warn("client not migrated, it stays until it leaves or shutdown_timeout", zap.Stringer("addr", s.RemoteAddr), zap.Error(err))
 		return nil
 	}
-	s.logger().Info("client migrated to the new process", zap.Stringer("addr", s.RemoteAddr))
+	s.logger().Info(migrationLine(s, "client %s migrated to new process"), zap.Stringer("addr", s.RemoteAddr))
 	return errMigrated
 }
 
@@ -183,7 +183,7 @@ func (s *Session) adopt(ctx context.Context, st *MigrationState) error {
 	s.counted = true
 	s.state.Store(StateIdle)
 	if s.general().LogClientConnections {
-		s.logger().Info("migrated client accepted", zap.Stringer("addr", s.RemoteAddr))
+		s.logger().Info(migrationLine(s, "migrated client accepted from %s"), zap.Stringer("addr", s.RemoteAddr))
 	}
 	return s.startRun(ctx)
 }
@@ -226,4 +226,11 @@ func (s *Session) startRun(ctx context.Context) error {
 	s.replaceReader(&s.guard, MaxClientMessage)
 	s.fresh = true
 	return s.run(ctx)
+}
+
+// migrationLine is a migration's log line in the seed's words, which its
+// monitoring section lists: "[user@pool #c42] client 10.0.0.1:51234
+// migrated to new process". The session's fields follow as on every line.
+func migrationLine(s *Session, format string) string {
+	return fmt.Sprintf("[%s@%s #c%d] ", s.User, s.Database, s.ID) + fmt.Sprintf(format, s.RemoteAddr)
 }

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // Listener kinds passed to the new process.
@@ -46,6 +48,9 @@ type SpawnOptions struct {
 	// mode, where clients are drained instead.
 	Migrate      bool
 	ReadyTimeout time.Duration
+	// Log gets the steps' lines the seed lists for monitoring an upgrade
+	// (validation, the start with the TCP listener's descriptor); nil: none.
+	Log *zap.Logger
 }
 
 // Child is a started and ready new process.
@@ -70,9 +75,15 @@ func Validate(ctx context.Context, binary, config string) error {
 // and waits until it signals readiness. On any failure the new process
 // is killed and the old one goes on as before.
 func Spawn(ctx context.Context, o SpawnOptions) (*Child, error) {
+	log := o.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	log.Info(fmt.Sprintf("Validating configuration with: %s -t %s", o.Binary, o.ConfigPath))
 	if err := Validate(ctx, o.Binary, o.ConfigPath); err != nil {
 		return nil, err
 	}
+	log.Info("Configuration validation successful")
 	var files []*os.File
 	defer func() {
 		for _, f := range files {
@@ -80,7 +91,11 @@ func Spawn(ctx context.Context, o SpawnOptions) (*Child, error) {
 		}
 	}()
 	args := append([]string(nil), o.Args...)
+	tcpFD := -1
 	add := func(kind string, f *os.File) {
+		if kind == KindTCP && tcpFD < 0 {
+			tcpFD = 3 + len(files)
+		}
 		args = append(args, fmt.Sprintf("--%s=%s=%d", InheritFlag, kind, 3+len(files)))
 		files = append(files, f)
 	}
@@ -110,6 +125,7 @@ func Spawn(ctx context.Context, o SpawnOptions) (*Child, error) {
 	defer readyR.Close()
 	add(kindReady, readyW)
 
+	log.Info(fmt.Sprintf("Starting new process with inherited listener fd=%d", tcpFD))
 	cmd := exec.Command(o.Binary, args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.ExtraFiles = files
