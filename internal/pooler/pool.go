@@ -178,7 +178,12 @@ func (p *Pool) AcquireFor(ctx context.Context, w Waiter) (*Conn, error) {
 			p.Stats.WaitsCanceled.Add(1)
 			return nil, ErrCanceled
 		}
-		if errors.Is(err, context.DeadlineExceeded) {
+		// The wait's own deadline is the bare sentinel (package pool
+		// returns context.DeadlineExceeded as it is). A connect that ran
+		// out of connect_timeout wraps it in a *backend.ConnectError:
+		// that is a failed connect, not a wait timeout, and errors.Is
+		// would take one for the other.
+		if err == context.DeadlineExceeded { //nolint:errorlint // see above
 			p.Stats.WaitTimeouts.Add(1)
 			return nil, ErrWaitTimeout
 		}
