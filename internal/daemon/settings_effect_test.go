@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/doorman-go/doorman/internal/app/apptest"
+	"github.com/doorman-go/doorman/internal/coordinator"
 	"github.com/doorman-go/doorman/internal/pool"
 )
 
@@ -472,4 +473,41 @@ pools:
 	require.True(t, ok)
 	require.Equal(t, pool.Config{MaxSize: 7, MaxParallelCreates: 1, IdleTimeout: 13 * time.Second,
 		Lifetime: 17 * time.Second, WarmRatio: 60}, p.Conns().Config(), "pool level overrides general, after a reload")
+}
+
+// TestSettingCoordinatorWiring: the pool coordinator's keys reach the
+// coordinator of their database, also after a reload that changes them
+// (its behaviour under each is internal/coordinator's tests').
+func TestSettingCoordinatorWiring(t *testing.T) {
+	tmpl := func(keys string) string {
+		setup(t)
+		return fmt.Sprintf(`general:
+  host: 127.0.0.1
+  port: {{PORT}}
+  unix_socket_dir: "{{DIR}}"
+  admin_username: admin
+  admin_password: admin-secret
+pools:
+  benchdb:
+    server_host: 127.0.0.1
+    server_port: %d
+%s
+    users:
+      - username: bench
+        password: '%s'
+        pool_size: 7
+`, pg.Port, keys, verifier)
+	}
+	d := apptest.Start(t, tmpl("    max_db_connections: 9\n    reserve_pool_size: 2\n    reserve_pool_timeout: 700ms\n    min_connection_lifetime: 4s\n    min_guaranteed_pool_size: 3"))
+	cs := d.Daemon.Pools.Coordinators()
+	require.Len(t, cs, 1)
+	require.Equal(t, coordinator.Config{Database: "benchdb", MaxDBConnections: 9, ReservePoolSize: 2,
+		ReservePoolTimeout: 700 * time.Millisecond, MinConnectionLifetime: 4 * time.Second, MinGuaranteedPoolSize: 3}, cs[0].Config())
+
+	d.WriteConfig(t, tmpl("    max_db_connections: 9\n    reserve_pool_size: 1\n    reserve_pool_timeout: 1500ms\n    min_connection_lifetime: 4s\n    min_guaranteed_pool_size: 5"))
+	require.NoError(t, d.Daemon.Reload())
+	cs = d.Daemon.Pools.Coordinators()
+	require.Len(t, cs, 1)
+	require.Equal(t, coordinator.Config{Database: "benchdb", MaxDBConnections: 9, ReservePoolSize: 1,
+		ReservePoolTimeout: 1500 * time.Millisecond, MinConnectionLifetime: 4 * time.Second, MinGuaranteedPoolSize: 5}, cs[0].Config(), "after a reload")
 }
