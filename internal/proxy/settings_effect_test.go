@@ -1,0 +1,87 @@
+package proxy
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/doorman-go/doorman/internal/patroni"
+	"github.com/doorman-go/doorman/internal/patroni/patronitest"
+	"github.com/doorman-go/doorman/internal/proxyconfig"
+)
+
+// Settings of patroni_proxy shown to take effect: each set to two values,
+// the behaviour follows the value.
+
+// TestSettingPatroniTimeout: a Patroni API that answers after 1 s fails a
+// refresh under patroni_timeout 200ms, within about that time, and serves
+// it under 4s.
+func TestSettingPatroniTimeout(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		timeout time.Duration
+		ok      bool
+	}{
+		{200 * time.Millisecond, false},
+		{4 * time.Second, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.timeout.String(), func(t *testing.T) {
+			t.Parallel()
+			l := newEcho(t, "l")
+			h := &harness{t: t, patroni: patronitest.NewServer(t, nil)}
+			h.setMembers(l.member(patroni.RoleLeader))
+			h.cfg = &proxyconfig.Config{
+				ClusterUpdateInterval: time.Hour, ListenAddress: "127.0.0.1:0",
+				ConnectTimeout: time.Second, PatroniTimeout: tt.timeout, MaxTopologyAge: time.Hour, ShutdownTimeout: time.Second,
+				Clusters: map[string]proxyconfig.Cluster{"c": {Hosts: []string{h.patroni.URL()},
+					Ports: map[string]proxyconfig.Port{"master": {Listen: "127.0.0.1:0", Roles: []proxyconfig.Role{leader}}}}},
+			}
+			h.start(Options{Logger: zaptest.NewLogger(t)})
+			h.patroni.SetDelay(time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			t0 := time.Now()
+			err := h.proxy.Refresh(ctx)
+			elapsed := time.Since(t0)
+			if tt.ok {
+				require.NoError(t, err)
+				require.GreaterOrEqual(t, elapsed, time.Second, "it waited for the slow answer")
+				return
+			}
+			require.Error(t, err)
+			require.Less(t, elapsed, 900*time.Millisecond, "given up after patroni_timeout, before the 1 s answer")
+		})
+	}
+}
+
+// TestSettingClusterUpdateInterval: the topology is fetched every
+// cluster_update_interval of the (manual) clock: with 7s, three seconds
+// (the default) bring no fetch, seven do.
+func TestSettingClusterUpdateInterval(t *testing.T) {
+	t.Parallel()
+	l := newEcho(t, "l")
+	clock := patronitest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := &harness{t: t, patroni: patronitest.NewServer(t, nil), clock: clock}
+	h.setMembers(l.member(patroni.RoleLeader))
+	h.cfg = &proxyconfig.Config{
+		ClusterUpdateInterval: 7 * time.Second, ListenAddress: "127.0.0.1:0",
+		ConnectTimeout: time.Second, PatroniTimeout: time.Second, MaxTopologyAge: time.Hour, ShutdownTimeout: time.Second,
+		Clusters: map[string]proxyconfig.Cluster{"c": {Hosts: []string{h.patroni.URL()},
+			Ports: map[string]proxyconfig.Port{"master": {Listen: "127.0.0.1:0", Roles: []proxyconfig.Role{leader}}}}},
+	}
+	h.start(Options{Logger: zaptest.NewLogger(t), Clock: clock})
+	// The watcher's first fetch (at start) and the harness's refresh.
+	require.Eventually(t, func() bool { return h.patroni.Requests() >= 2 }, waitFor, time.Millisecond)
+	before := h.patroni.Requests()
+	clock.Advance(3 * time.Second)
+	// A window for a fetch that must not come (the clock is manual:
+	// nothing else can trigger one).
+	time.Sleep(150 * time.Millisecond)
+	require.Equal(t, before, h.patroni.Requests(), "no fetch three seconds in")
+	clock.Advance(4 * time.Second)
+	require.Eventually(t, func() bool { return h.patroni.Requests() > before }, waitFor, time.Millisecond, "a fetch at seven seconds")
+}
