@@ -3,6 +3,7 @@ package authquery_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
+
+	"github.com/doorman-go/doorman/internal/app/apptest"
 )
 
 // TestLookupFails: when the lookup query fails, a new user gets 08P01 and
@@ -204,4 +207,68 @@ func TestLookupConcurrencyBound(t *testing.T) {
 		default:
 		}
 	}
+}
+
+// TestSettingWorkers: with workers 1 (the template's 2 is the default) a
+// burst of unknown names runs its lookups on one executor connection.
+func TestSettingWorkers(t *testing.T) {
+	setup(t)
+	cfg := strings.Replace(config("", ""), "workers: 2", "workers: 1", 1)
+	require.Contains(t, cfg, "workers: 1")
+	d := apptest.Start(t, cfg)
+	var wg sync.WaitGroup
+	for i := range 30 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err := pgx.Connect(ctx, d.DSN(fmt.Sprintf("burst1_%d", i), "x", "aqdb"))
+			if code := sqlstate(err); code != "28P01" {
+				t.Errorf("login %d: %v", i, err)
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	most := int64(0)
+	for {
+		n := pg.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pg_doorman auth_query'")
+		most = max(most, n)
+		select {
+		case <-done:
+			require.Equal(t, int64(1), most, "one executor connection")
+			require.Equal(t, 30, authQueryStat(t, d, "executor_queries"))
+			return
+		default:
+		}
+	}
+}
+
+// TestSettingCacheFailureTTL: a name that was not found stays refused
+// while its failure is cached; once the role exists, a short
+// cache_failure_ttl lets it in soon, the 30s default would not.
+func TestSettingCacheFailureTTL(t *testing.T) {
+	d := start(t, "", "      cache_failure_ttl: 300ms\n      min_interval: 10ms")
+	roleSeq.Lock()
+	roleSeq.n++
+	name := fmt.Sprintf("aq_late_%d_%d", os.Getpid(), roleSeq.n)
+	roleSeq.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := login(ctx, d, name, "late-secret")
+	require.Equal(t, "28P01", sqlstate(err), "unknown yet: %v", err)
+
+	pg.CreateUser(t, name, "late-secret", "scram-sha-256")
+	pg.ExecDB(t, "aqdb", fmt.Sprintf("GRANT CONNECT ON DATABASE aqdb TO %s", name))
+	t0 := time.Now()
+	require.Eventually(t, func() bool {
+		c, err := login(ctx, d, name, "late-secret")
+		if err != nil {
+			return false
+		}
+		_ = c.Close(ctx)
+		return true
+	}, 10*time.Second, 50*time.Millisecond, "in once the cached failure expired")
+	require.Less(t, time.Since(t0), 5*time.Second, "well before the 30s default")
 }
