@@ -272,3 +272,57 @@ func TestSettingCacheFailureTTL(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond, "in once the cached failure expired")
 	require.Less(t, time.Since(t0), 5*time.Second, "well before the 30s default")
 }
+
+// TestSettingDatabase: auth_query.database is where the lookup runs. A
+// pool whose own database lacks the lookup function logs its users in
+// when the key names the database that has it, and fails the lookup
+// without the key.
+func TestSettingDatabase(t *testing.T) {
+	setup(t)
+	otherOnce.Do(func() {
+		pg.CreateDatabase(t, "aqother")
+		pg.ExecDB(t, "aqother", "GRANT ALL ON SCHEMA public TO PUBLIC")
+	})
+	user := newRole(t, "db-secret", "scram-sha-256")
+	pg.ExecDB(t, "aqother", fmt.Sprintf("GRANT CONNECT ON DATABASE aqother TO %s", user))
+	for _, withKey := range []bool{true, false} {
+		t.Run(fmt.Sprint(withKey), func(t *testing.T) {
+			key := ""
+			if withKey {
+				key = "      database: aqdb\n"
+			}
+			d := apptest.Start(t, fmt.Sprintf(`general:
+  host: 127.0.0.1
+  port: {{PORT}}
+  unix_socket_dir: "{{DIR}}"
+  admin_username: admin
+  admin_password: admin-secret
+  query_wait_timeout: 5s
+pools:
+  aqother:
+    server_host: 127.0.0.1
+    server_port: %d
+    pool_mode: transaction
+    auth_query:
+      query: "SELECT * FROM pg_doorman_get_auth($1)"
+      user: doorman_auth
+      password: lookup-secret
+%s`, pg.Port, key))
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, err := pgx.Connect(ctx, d.DSN(user, "db-secret", "aqother"))
+			if !withKey {
+				require.Equal(t, "08P01", sqlstate(err), "the lookup fails in aqother: %v", err)
+				require.ErrorContains(t, err, "auth_query")
+				return
+			}
+			require.NoError(t, err)
+			var db string
+			require.NoError(t, c.QueryRow(ctx, "SELECT current_database()").Scan(&db))
+			require.Equal(t, "aqother", db, "the client's database is the pool's")
+			require.NoError(t, c.Close(ctx))
+		})
+	}
+}
+
+var otherOnce sync.Once
