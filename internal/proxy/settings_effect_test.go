@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -84,4 +86,65 @@ func TestSettingClusterUpdateInterval(t *testing.T) {
 	require.Equal(t, before, h.patroni.Requests(), "no fetch three seconds in")
 	clock.Advance(4 * time.Second)
 	require.Eventually(t, func() bool { return h.patroni.Requests() > before }, waitFor, time.Millisecond, "a fetch at seven seconds")
+}
+
+// TestSettingPatroniTLS: a cluster's tls block reaches its Patroni client.
+// Against an HTTPS API that asks for a client certificate, the right CA
+// (or skip_verify) with the client's certificate refreshes; a wrong CA, or
+// no client certificate, does not.
+func TestSettingPatroniTLS(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	serverCA := patronitest.NewCA(t, "server ca")
+	clientCA := patronitest.NewCA(t, "client ca")
+	otherCA := patronitest.NewCA(t, "other ca")
+	caFile := filepath.Join(dir, "ca.pem")
+	patronitest.WriteFile(t, caFile, serverCA.CertPEM)
+	otherFile := filepath.Join(dir, "other.pem")
+	patronitest.WriteFile(t, otherFile, otherCA.CertPEM)
+	certFile, keyFile := patronitest.WriteCert(t, dir, "client", clientCA.IssueClient(t, "proxy"))
+	l := newEcho(t, "l")
+	srv := patronitest.NewTLSServer(t, nil, &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{serverCA.IssueServer(t)},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    clientCA.Pool(),
+	})
+	srv.SetCluster(t, &patroni.Cluster{Members: []patroni.Member{l.member(patroni.RoleLeader)}})
+	tests := []struct {
+		name string
+		tls  *proxyconfig.TLS
+		ok   bool
+	}{
+		{"ca and client cert", &proxyconfig.TLS{CACert: caFile, ClientCert: certFile, ClientKey: keyFile}, true},
+		{"skip_verify", &proxyconfig.TLS{SkipVerify: true, ClientCert: certFile, ClientKey: keyFile}, true},
+		{"wrong ca", &proxyconfig.TLS{CACert: otherFile, ClientCert: certFile, ClientKey: keyFile}, false},
+		{"no client cert", &proxyconfig.TLS{CACert: caFile}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := &proxyconfig.Config{
+				ClusterUpdateInterval: time.Hour, ListenAddress: "127.0.0.1:0",
+				ConnectTimeout: time.Second, PatroniTimeout: 5 * time.Second, MaxTopologyAge: time.Hour, ShutdownTimeout: time.Second,
+				Clusters: map[string]proxyconfig.Cluster{"c": {Hosts: []string{srv.URL()}, TLS: tt.tls,
+					Ports: map[string]proxyconfig.Port{"master": {Listen: "127.0.0.1:0", Roles: []proxyconfig.Role{leader}}}}},
+			}
+			p := New(cfg, Options{Logger: zaptest.NewLogger(t)})
+			require.NoError(t, p.Start())
+			defer func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				_ = p.Shutdown(ctx)
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err := p.Refresh(ctx)
+			if tt.ok {
+				require.NoError(t, err)
+				require.Equal(t, "l", connect(t, p.PortAddr("c", "master")).backend)
+				return
+			}
+			require.ErrorContains(t, err, "certificate")
+		})
+	}
 }
