@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
+	"errors"
+	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/doorman-go/doorman/internal/patroni"
 	"github.com/doorman-go/doorman/internal/patroni/patronitest"
 	"github.com/doorman-go/doorman/internal/proxyconfig"
+	"github.com/doorman-go/doorman/internal/sockopt"
 )
 
 // Settings of patroni_proxy shown to take effect: each set to two values,
@@ -145,6 +148,65 @@ func TestSettingPatroniTLS(t *testing.T) {
 				return
 			}
 			require.ErrorContains(t, err, "certificate")
+		})
+	}
+}
+
+// TestSettingConnectTimeout: a backend whose connect never completes (its
+// listener's accept queue is full, so the kernel drops the SYN) costs a
+// client connect_timeout: with 300ms the client is closed soon, with 2.5s it
+// still waits a second and a half later.
+func TestSettingConnectTimeout(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	require.NoError(t, sockopt.SetBacklog(ln, 0))
+	var fill []net.Conn
+	t.Cleanup(func() {
+		for _, c := range fill {
+			_ = c.Close()
+		}
+	})
+	for range 2 {
+		if c, err := net.DialTimeout("tcp", ln.Addr().String(), 200*time.Millisecond); err == nil {
+			fill = append(fill, c)
+		}
+	}
+	if c, err := net.DialTimeout("tcp", ln.Addr().String(), 300*time.Millisecond); err == nil {
+		_ = c.Close()
+		t.Skip("this kernel completes connects to a full accept queue")
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	for _, tt := range []struct {
+		timeout time.Duration
+		cut     bool
+	}{{300 * time.Millisecond, true}, {2500 * time.Millisecond, false}} {
+		t.Run(tt.timeout.String(), func(t *testing.T) {
+			t.Parallel()
+			h := &harness{t: t, patroni: patronitest.NewServer(t, nil)}
+			h.setMembers(patroni.Member{Name: "hole", Role: patroni.RoleLeader, State: patroni.StateRunning, Host: "127.0.0.1", Port: port, LagKnown: true})
+			h.cfg = &proxyconfig.Config{
+				ClusterUpdateInterval: time.Hour, ListenAddress: "127.0.0.1:0",
+				ConnectTimeout: tt.timeout, PatroniTimeout: time.Second, MaxTopologyAge: time.Hour, ShutdownTimeout: time.Second,
+				Clusters: map[string]proxyconfig.Cluster{"c": {Hosts: []string{h.patroni.URL()},
+					Ports: map[string]proxyconfig.Port{"master": {Listen: "127.0.0.1:0", Roles: []proxyconfig.Role{leader}}}}},
+			}
+			h.start(Options{Logger: zaptest.NewLogger(t)})
+			c, err := net.DialTimeout("tcp", h.addr("master").String(), waitFor)
+			require.NoError(t, err)
+			defer c.Close()
+			t0 := time.Now()
+			require.NoError(t, c.SetReadDeadline(t0.Add(1500*time.Millisecond)))
+			_, err = c.Read(make([]byte, 1))
+			require.Error(t, err)
+			var ne net.Error
+			if tt.cut {
+				require.False(t, errors.As(err, &ne) && ne.Timeout(), "closed by the proxy, not our deadline: %v", err)
+				require.Less(t, time.Since(t0), 1400*time.Millisecond)
+				return
+			}
+			require.True(t, errors.As(err, &ne) && ne.Timeout(), "still connecting: %v", err)
 		})
 	}
 }
