@@ -166,6 +166,10 @@ func (d *Dialer) Close() {
 	}
 }
 
+// Options returns what the dialer runs with, its defaults filled in
+// (pool settings reach it through internal/pooler).
+func (d *Dialer) Options() Options { return d.opts }
+
 // State returns a snapshot of the cooldown and the cached host.
 func (d *Dialer) State() State {
 	d.mu.Lock()
