@@ -179,14 +179,25 @@ func TestReloadKeepsDynamicPools(t *testing.T) {
 // executor connections (counted in pg_stat_activity).
 func TestLookupConcurrencyBound(t *testing.T) {
 	d := start(t, "", "") // the template sets workers: 2
+	most := burst(t, d, "burst", 60)
+	require.LessOrEqual(t, most, int64(2), "executor connections")
+	require.GreaterOrEqual(t, most, int64(1))
+	require.Equal(t, 60, authQueryStat(t, d, "executor_queries"))
+}
+
+// burst logs n distinct unknown names in at once (each must get 28P01)
+// and returns the most executor connections pg_stat_activity showed
+// meanwhile.
+func burst(t *testing.T, d *apptest.Instance, prefix string, n int) int64 {
+	t.Helper()
 	var wg sync.WaitGroup
-	for i := range 60 {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			_, err := pgx.Connect(ctx, d.DSN(fmt.Sprintf("burst_%d", i), "x", "aqdb"))
+			_, err := pgx.Connect(ctx, d.DSN(fmt.Sprintf("%s_%d", prefix, i), "x", "aqdb"))
 			if code := sqlstate(err); code != "28P01" {
 				t.Errorf("login %d: %v", i, err)
 			}
@@ -196,14 +207,10 @@ func TestLookupConcurrencyBound(t *testing.T) {
 	go func() { wg.Wait(); close(done) }()
 	most := int64(0)
 	for {
-		n := pg.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pg_doorman auth_query'")
-		most = max(most, n)
+		most = max(most, pg.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pg_doorman auth_query'"))
 		select {
 		case <-done:
-			require.LessOrEqual(t, most, int64(2), "executor connections")
-			require.GreaterOrEqual(t, most, int64(1))
-			require.Equal(t, 60, authQueryStat(t, d, "executor_queries"))
-			return
+			return most
 		default:
 		}
 	}
@@ -216,33 +223,8 @@ func TestSettingWorkers(t *testing.T) {
 	cfg := strings.Replace(config("", ""), "workers: 2", "workers: 1", 1)
 	require.Contains(t, cfg, "workers: 1")
 	d := apptest.Start(t, cfg)
-	var wg sync.WaitGroup
-	for i := range 30 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			_, err := pgx.Connect(ctx, d.DSN(fmt.Sprintf("burst1_%d", i), "x", "aqdb"))
-			if code := sqlstate(err); code != "28P01" {
-				t.Errorf("login %d: %v", i, err)
-			}
-		}()
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	most := int64(0)
-	for {
-		n := pg.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pg_doorman auth_query'")
-		most = max(most, n)
-		select {
-		case <-done:
-			require.Equal(t, int64(1), most, "one executor connection")
-			require.Equal(t, 30, authQueryStat(t, d, "executor_queries"))
-			return
-		default:
-		}
-	}
+	require.Equal(t, int64(1), burst(t, d, "burst1", 30), "one executor connection")
+	require.Equal(t, 30, authQueryStat(t, d, "executor_queries"))
 }
 
 // TestSettingCacheFailureTTL: a name that was not found stays refused

@@ -2,8 +2,6 @@ package daemon_test
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -33,25 +31,7 @@ func TestBacklog(t *testing.T) {
 // port.
 func listenerBacklog(t *testing.T, port int) uint32 {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
+	ti, err := unix.GetsockoptTCPInfo(seListenerFd(t, port), unix.IPPROTO_TCP, unix.TCP_INFO)
 	require.NoError(t, err)
-	for _, e := range ents {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		sa, err := unix.Getsockname(fd)
-		if err != nil {
-			continue
-		}
-		if in4, ok := sa.(*unix.SockaddrInet4); !ok || in4.Port != port {
-			continue
-		}
-		ti, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
-		if err == nil && ti.State == 10 { // TCP_LISTEN
-			return ti.Sacked
-		}
-	}
-	t.Fatalf("no listening socket on port %d", port)
-	return 0
+	return ti.Sacked
 }

@@ -437,27 +437,7 @@ func TestSettingServerLifetime(t *testing.T) {
 // idle_timeout, server_lifetime) reach the running pool, from general and
 // from the pool level, at start and after a reload.
 func TestSettingPoolPolicyWiring(t *testing.T) {
-	tmpl := func(general, poolKeys string) string {
-		setup(t)
-		return fmt.Sprintf(`general:
-  host: 127.0.0.1
-  port: {{PORT}}
-  unix_socket_dir: "{{DIR}}"
-  admin_username: admin
-  admin_password: admin-secret
-%s
-pools:
-  benchdb:
-    server_host: 127.0.0.1
-    server_port: %d
-%s
-    users:
-      - username: bench
-        password: '%s'
-        pool_size: 7
-        min_pool_size: 0
-`, general, pg.Port, poolKeys, verifier)
-	}
+	tmpl := func(general, poolKeys string) string { return wiringConfig(t, general, poolKeys) }
 	first := tmpl("  scaling_warm_pool_ratio: 30\n  scaling_fast_retries: 5\n  scaling_max_parallel_creates: 3\n  server_idle_check_timeout: 7s\n  server_round_robin: true\n  idle_timeout: 9s\n  server_lifetime: 11s", "")
 	second := tmpl("  scaling_max_parallel_creates: 1\n  server_idle_check_timeout: 0\n  server_lifetime: 11s",
 		"    scaling_warm_pool_ratio: 60\n    scaling_fast_retries: 0\n    idle_timeout: 13s\n    server_lifetime: 17s")
@@ -479,25 +459,7 @@ pools:
 // coordinator of their database, also after a reload that changes them
 // (its behaviour under each is internal/coordinator's tests').
 func TestSettingCoordinatorWiring(t *testing.T) {
-	tmpl := func(keys string) string {
-		setup(t)
-		return fmt.Sprintf(`general:
-  host: 127.0.0.1
-  port: {{PORT}}
-  unix_socket_dir: "{{DIR}}"
-  admin_username: admin
-  admin_password: admin-secret
-pools:
-  benchdb:
-    server_host: 127.0.0.1
-    server_port: %d
-%s
-    users:
-      - username: bench
-        password: '%s'
-        pool_size: 7
-`, pg.Port, keys, verifier)
-	}
+	tmpl := func(keys string) string { return wiringConfig(t, "", keys) }
 	d := apptest.Start(t, tmpl("    max_db_connections: 9\n    reserve_pool_size: 2\n    reserve_pool_timeout: 700ms\n    min_connection_lifetime: 4s\n    min_guaranteed_pool_size: 3"))
 	cs := d.Daemon.Pools.Coordinators()
 	require.Len(t, cs, 1)
@@ -510,4 +472,28 @@ pools:
 	require.Len(t, cs, 1)
 	require.Equal(t, coordinator.Config{Database: "benchdb", MaxDBConnections: 9, ReservePoolSize: 1,
 		ReservePoolTimeout: 1500 * time.Millisecond, MinConnectionLifetime: 4 * time.Second, MinGuaranteedPoolSize: 5}, cs[0].Config(), "after a reload")
+}
+
+// wiringConfig is the config of the wiring tests: general keys and keys of
+// the pool benchdb (indented for their section), one user of pool size 7.
+func wiringConfig(t *testing.T, general, poolKeys string) string {
+	setup(t)
+	return fmt.Sprintf(`general:
+  host: 127.0.0.1
+  port: {{PORT}}
+  unix_socket_dir: "{{DIR}}"
+  admin_username: admin
+  admin_password: admin-secret
+%s
+pools:
+  benchdb:
+    server_host: 127.0.0.1
+    server_port: %d
+%s
+    users:
+      - username: bench
+        password: '%s'
+        pool_size: 7
+        min_pool_size: 0
+`, general, pg.Port, poolKeys, verifier)
 }

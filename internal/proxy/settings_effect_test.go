@@ -39,12 +39,7 @@ func TestSettingPatroniTimeout(t *testing.T) {
 			l := newEcho(t, "l")
 			h := &harness{t: t, patroni: patronitest.NewServer(t, nil)}
 			h.setMembers(l.member(patroni.RoleLeader))
-			h.cfg = &proxyconfig.Config{
-				ClusterUpdateInterval: time.Hour, ListenAddress: "127.0.0.1:0",
-				ConnectTimeout: time.Second, PatroniTimeout: tt.timeout, MaxTopologyAge: time.Hour, ShutdownTimeout: time.Second,
-				Clusters: map[string]proxyconfig.Cluster{"c": {Hosts: []string{h.patroni.URL()},
-					Ports: map[string]proxyconfig.Port{"master": {Listen: "127.0.0.1:0", Roles: []proxyconfig.Role{leader}}}}},
-			}
+			h.cfg = masterOnly(h.patroni.URL(), nil, func(c *proxyconfig.Config) { c.PatroniTimeout = tt.timeout })
 			h.start(Options{Logger: zaptest.NewLogger(t)})
 			h.patroni.SetDelay(time.Second)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -72,12 +67,7 @@ func TestSettingClusterUpdateInterval(t *testing.T) {
 	clock := patronitest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := &harness{t: t, patroni: patronitest.NewServer(t, nil), clock: clock}
 	h.setMembers(l.member(patroni.RoleLeader))
-	h.cfg = &proxyconfig.Config{
-		ClusterUpdateInterval: 7 * time.Second, ListenAddress: "127.0.0.1:0",
-		ConnectTimeout: time.Second, PatroniTimeout: time.Second, MaxTopologyAge: time.Hour, ShutdownTimeout: time.Second,
-		Clusters: map[string]proxyconfig.Cluster{"c": {Hosts: []string{h.patroni.URL()},
-			Ports: map[string]proxyconfig.Port{"master": {Listen: "127.0.0.1:0", Roles: []proxyconfig.Role{leader}}}}},
-	}
+	h.cfg = masterOnly(h.patroni.URL(), nil, func(c *proxyconfig.Config) { c.ClusterUpdateInterval = 7 * time.Second })
 	h.start(Options{Logger: zaptest.NewLogger(t), Clock: clock})
 	// The watcher's first fetch (at start) and the harness's refresh.
 	require.Eventually(t, func() bool { return h.patroni.Requests() >= 2 }, waitFor, time.Millisecond)
@@ -126,12 +116,7 @@ func TestSettingPatroniTLS(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := &proxyconfig.Config{
-				ClusterUpdateInterval: time.Hour, ListenAddress: "127.0.0.1:0",
-				ConnectTimeout: time.Second, PatroniTimeout: 5 * time.Second, MaxTopologyAge: time.Hour, ShutdownTimeout: time.Second,
-				Clusters: map[string]proxyconfig.Cluster{"c": {Hosts: []string{srv.URL()}, TLS: tt.tls,
-					Ports: map[string]proxyconfig.Port{"master": {Listen: "127.0.0.1:0", Roles: []proxyconfig.Role{leader}}}}},
-			}
+			cfg := masterOnly(srv.URL(), tt.tls, func(c *proxyconfig.Config) { c.PatroniTimeout = 5 * time.Second })
 			p := New(cfg, Options{Logger: zaptest.NewLogger(t)})
 			require.NoError(t, p.Start())
 			defer func() {
@@ -186,12 +171,7 @@ func TestSettingConnectTimeout(t *testing.T) {
 			t.Parallel()
 			h := &harness{t: t, patroni: patronitest.NewServer(t, nil)}
 			h.setMembers(patroni.Member{Name: "hole", Role: patroni.RoleLeader, State: patroni.StateRunning, Host: "127.0.0.1", Port: port, LagKnown: true})
-			h.cfg = &proxyconfig.Config{
-				ClusterUpdateInterval: time.Hour, ListenAddress: "127.0.0.1:0",
-				ConnectTimeout: tt.timeout, PatroniTimeout: time.Second, MaxTopologyAge: time.Hour, ShutdownTimeout: time.Second,
-				Clusters: map[string]proxyconfig.Cluster{"c": {Hosts: []string{h.patroni.URL()},
-					Ports: map[string]proxyconfig.Port{"master": {Listen: "127.0.0.1:0", Roles: []proxyconfig.Role{leader}}}}},
-			}
+			h.cfg = masterOnly(h.patroni.URL(), nil, func(c *proxyconfig.Config) { c.ConnectTimeout = tt.timeout })
 			h.start(Options{Logger: zaptest.NewLogger(t)})
 			c, err := net.DialTimeout("tcp", h.addr("master").String(), waitFor)
 			require.NoError(t, err)
@@ -209,4 +189,18 @@ func TestSettingConnectTimeout(t *testing.T) {
 			require.True(t, errors.As(err, &ne) && ne.Timeout(), "still connecting: %v", err)
 		})
 	}
+}
+
+// masterOnly is a config of one cluster behind the Patroni API at url
+// (with tls, if any) and one port for its leader, on free addresses, with
+// one-second timeouts and no update but Refresh's, as set changes it.
+func masterOnly(url string, tls *proxyconfig.TLS, set func(*proxyconfig.Config)) *proxyconfig.Config {
+	c := &proxyconfig.Config{
+		ClusterUpdateInterval: time.Hour, ListenAddress: "127.0.0.1:0",
+		ConnectTimeout: time.Second, PatroniTimeout: time.Second, MaxTopologyAge: time.Hour, ShutdownTimeout: time.Second,
+		Clusters: map[string]proxyconfig.Cluster{"c": {Hosts: []string{url}, TLS: tls,
+			Ports: map[string]proxyconfig.Port{"master": {Listen: "127.0.0.1:0", Roles: []proxyconfig.Role{leader}}}}},
+	}
+	set(c)
+	return c
 }
