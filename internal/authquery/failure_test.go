@@ -271,25 +271,13 @@ func TestSettingDatabase(t *testing.T) {
 		t.Run(fmt.Sprint(withKey), func(t *testing.T) {
 			key := ""
 			if withKey {
-				key = "      database: aqdb\n"
+				key = "      database: aqdb"
 			}
-			d := apptest.Start(t, fmt.Sprintf(`general:
-  host: 127.0.0.1
-  port: {{PORT}}
-  unix_socket_dir: "{{DIR}}"
-  admin_username: admin
-  admin_password: admin-secret
-  query_wait_timeout: 5s
-pools:
-  aqother:
-    server_host: 127.0.0.1
-    server_port: %d
-    pool_mode: transaction
-    auth_query:
-      query: "SELECT * FROM pg_doorman_get_auth($1)"
-      user: doorman_auth
-      password: lookup-secret
-%s`, pg.Port, key))
+			// The package's config, its pool renamed: aqother's database
+			// has no lookup function.
+			cfg := strings.Replace(config("", key), "pools:\n  aqdb:", "pools:\n  aqother:", 1)
+			require.Contains(t, cfg, "  aqother:")
+			d := apptest.Start(t, cfg)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			c, err := pgx.Connect(ctx, d.DSN(user, "db-secret", "aqother"))
