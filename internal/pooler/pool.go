@@ -183,7 +183,7 @@ func (p *Pool) AcquireFor(ctx context.Context, w Waiter) (*Conn, error) {
 		// out of connect_timeout wraps it in a *backend.ConnectError:
 		// that is a failed connect, not a wait timeout, and errors.Is
 		// would take one for the other.
-		if err == context.DeadlineExceeded { //nolint:errorlint // see above
+		if err == context.DeadlineExceeded {
 			p.Stats.WaitTimeouts.Add(1)
 			return nil, ErrWaitTimeout
 		}
