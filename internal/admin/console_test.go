@@ -111,6 +111,10 @@ func TestShowValues(t *testing.T) {
 	require.Equal(t, "yes", *cfg.row(t, "idle_timeout")["changeable"])
 	require.Equal(t, "yes", *cfg.row(t, "tls_certificate")["changeable"], "reloaded on SIGHUP")
 	require.Equal(t, "no", *cfg.row(t, "tls_mode")["changeable"])
+	require.Equal(t, "yes", *cfg.row(t, "backlog")["changeable"], "listen(2) again on reload")
+	for _, k := range []string{"transaction_loop", "syslog_prog_name"} {
+		require.Equal(t, "no", *cfg.row(t, k)["changeable"], "%s is fixed at start (a reload warns)", k)
+	}
 
 	require.Equal(t, "PgDoorman "+daemon.Version, *query1(t, c, "SHOW VERSION").Rows[0][0])
 	require.Equal(t, "info", *query1(t, c, "SHOW LOG_LEVEL").Rows[0][0])

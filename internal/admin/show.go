@@ -168,8 +168,9 @@ func showSockets(rows []socketSnap) resultSet {
 // restartOnly are the settings a RELOAD does not apply (seed: listener,
 // client TLS, runtime threads). The client certificate, key and CA are
 // reloaded (beyond the seed); tls_mode and the handshake rate are not.
+// backlog is: listen(2) again on the open listeners (internal/daemon).
 var restartOnly = map[string]bool{
-	"host": true, "port": true, "unix_socket_dir": true, "backlog": true,
+	"host": true, "port": true, "unix_socket_dir": true, "transaction_loop": true,
 	"tls_mode": true, "tls_rate_limit_per_second": true,
 	"daemon_pid_file": true, "syslog_prog_name": true,
 	"worker_threads": true, "worker_cpu_affinity_pinning": true, "tokio_global_queue_interval": true,

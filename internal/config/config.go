@@ -102,6 +102,7 @@ type General struct {
 type PgHba struct {
 	Path    string
 	Content string
+	Key     string // the key it came from: general.pg_hba, or general.hba in a pg_hba form
 }
 
 // Set reports whether any pg_hba rules source was configured.

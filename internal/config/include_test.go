@@ -184,6 +184,9 @@ func TestHbaList(t *testing.T) {
 		{"rules twice", "general:\n  hba: \"host all all 127.0.0.1/32 trust\"\n  pg_hba: \"host all all 127.0.0.1/32 trust\"\n", "general.hba: pg_hba rules are set in general.pg_hba as well"},
 		{"a list and pg_hba", "general:\n  hba: [\"127.0.0.1/32\"]\n  pg_hba: \"host all all 127.0.0.1/32 trust\"\n", "general.pg_hba"},
 		{"a table without path or content", "general:\n  hba:\n    file: x\n", "general.hba.file"},
+		// The rules are parsed at load, so that -t refuses what start would.
+		{"rules pg_hba cannot parse, in pg_hba", "general:\n  pg_hba: \"host all all nowhere trust\"\n", "general.pg_hba: "},
+		{"rules pg_hba cannot parse, in hba", "general:\n  hba: \"host all all nowhere trust\"\n", "general.hba: "},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {

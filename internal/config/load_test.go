@@ -172,7 +172,7 @@ func TestFullYAML(t *testing.T) {
 	require.Equal(t, ByteSize(64<<10), g.MessageSizeToBeStream)
 	require.Equal(t, ByteSize(1<<30), g.MaxMemoryUsage)
 	require.Equal(t, 20*time.Second, g.ProxyCopyDataTimeout)
-	require.Equal(t, PgHba{Content: "host all all 127.0.0.1/32 trust"}, g.PgHba)
+	require.Equal(t, PgHba{Content: "host all all 127.0.0.1/32 trust", Key: "general.pg_hba"}, g.PgHba)
 	require.Equal(t, Talos{Keys: []string{"/etc/talos/abc123.pem"}, Databases: []string{"billing"}}, g.Talos)
 	require.Equal(t, 20*time.Second, g.FallbackLifetime, "fallback_lifetime defaults to fallback_cooldown")
 	require.Equal(t, Prometheus{Enabled: true, Host: "127.0.0.1", Port: 9500}, cfg.Prometheus)

@@ -56,7 +56,7 @@ func (d *decoder) decodeHba(raw any, dir string, g *General, pgHbaToo bool) {
 // {path = "..."} (relative to the config file) and {content = "..."}.
 func (d *decoder) decodePgHba(key string, raw any, dir string) (PgHba, bool) {
 	if s, ok := raw.(string); ok {
-		return PgHba{Content: s}, true
+		return PgHba{Content: s, Key: key}, true
 	}
 	m, ok := asMap(raw)
 	if !ok {
@@ -76,7 +76,7 @@ func (d *decoder) decodePgHba(key string, raw any, dir string) (PgHba, bool) {
 	case present["path"] && present["content"]:
 		d.failf(key, "set either path or content, not both")
 	case present["content"]:
-		return PgHba{Content: spec.Content}, true
+		return PgHba{Content: spec.Content, Key: key}, true
 	case present["path"] && spec.Path != "":
 		p := spec.Path
 		if !filepath.IsAbs(p) {
@@ -87,7 +87,7 @@ func (d *decoder) decodePgHba(key string, raw any, dir string) (PgHba, bool) {
 			d.fail(key+".path", fmt.Errorf("read pg_hba file: %w", err))
 			return PgHba{}, false
 		}
-		return PgHba{Path: p, Content: string(b)}, true
+		return PgHba{Path: p, Content: string(b), Key: key}, true
 	default:
 		d.failf(key, "must set path or content")
 	}

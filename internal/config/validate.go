@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
+	"github.com/doorman-go/doorman/internal/auth/hba"
 	"github.com/doorman-go/doorman/internal/logging"
 )
 
@@ -91,6 +92,13 @@ func (d *decoder) validateGeneral(g *General, w *[]string) {
 	}
 	if len(g.Hba) > 0 && g.PgHba.Set() {
 		d.failf("general.pg_hba", "cannot be used together with the legacy general.hba list")
+	}
+	if g.PgHba.Set() {
+		// Parsed here too, so that -t and a reload refuse what the
+		// daemon's parse at start would (internal/daemon).
+		if _, err := hba.Parse(g.PgHba.Content); err != nil {
+			d.fail(g.PgHba.Key, err)
+		}
 	}
 	d.validatePatroniURLs("general", g.PatroniAPIURLs)
 	if raw := g.ServerLoginRetryPatroni; raw != "" {

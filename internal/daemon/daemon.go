@@ -141,7 +141,7 @@ func (d *Daemon) setHBA(cfg *config.Config) error {
 	}
 	rules, err := hba.Parse(cfg.General.PgHba.Content)
 	if err != nil {
-		return fmt.Errorf("general.pg_hba: %w", err)
+		return fmt.Errorf("%s: %w", cfg.General.PgHba.Key, err)
 	}
 	d.hba.Store(rules)
 	return nil
