@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -206,8 +207,12 @@ func serve(cfg *config.Config, log *zap.Logger, atom zap.AtomicLevel, inherited 
 	signal.Notify(sig, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR2)
 	defer signal.Stop(sig)
 	doUpgrade := func() {
-		if err := a.Upgrade(context.Background(), up.spawn); err == nil {
+		err := a.Upgrade(context.Background(), up.spawn)
+		switch {
+		case err == nil:
 			_, _ = daemon.SdNotify(false, "STATUS=handing clients over to the new process")
+		case errors.Is(err, pgdaemon.ErrUpgradeInProgress):
+			log.Warn("binary upgrade already in progress: this request is ignored")
 		}
 	}
 	go func() {

@@ -29,6 +29,8 @@
 // Sizes: bare integer = bytes, or B/K/KB/M/MB/G/GB (binary, any case).
 //
 // Extensions: general.unix_socket_dir, general.tcp_socket_buffer_size,
-// users[].pool_mode. pg_hba text is loaded, not parsed. Settings and
+// general.server_login_retry, general.server_login_retry_patroni,
+// general.transaction_loop. pg_hba text is parsed at load only to refuse
+// what the daemon would; the daemon parses it again for its rules. Settings and
 // Redacted mask secrets. A loaded *Config is read-only and safe to share.
 package config

@@ -37,8 +37,12 @@ const banner = "!!!  BINARY UPGRADE ABORTED - SHUTDOWN CANCELLED  !!!\n" +
 	"!!!  THE SERVER WILL CONTINUE RUNNING WITH THE CURRENT BINARY  !!!"
 
 // RequestUpgrade asks for a binary upgrade (admin UPGRADE); whoever
-// serves Upgrades (cmd/pg_doorman) runs it.
+// serves Upgrades (cmd/pg_doorman) runs it. While one runs, or one is
+// asked for and not yet taken, it is ErrUpgradeInProgress.
 func (d *Daemon) RequestUpgrade() error {
+	if d.upgrading.Load() {
+		return ErrUpgradeInProgress
+	}
 	select {
 	case d.upgradeReq <- struct{}{}:
 		return nil

@@ -7,7 +7,8 @@
 // directives fold into one global level, see ParseLevel.
 //
 // New writes to stderr; the returned zap.AtomicLevel is safe for concurrent
-// use and is the only mutable state. On Linux, when stderr is a pipe, a
+// use and, with the syslog socket a syslog logger keeps (and redials)
+// under its mutex, the only mutable state. On Linux, when stderr is a pipe, a
 // socket (systemd's journal) or /dev/null, a line is written with a raw
 // system call that does not block (sink_linux.go), so that logging does not
 // wake the Go runtime's sysmon thread; what such a call cannot take at
