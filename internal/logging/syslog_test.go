@@ -148,3 +148,16 @@ func TestSyslogFullQueueFallsBack(t *testing.T) {
 	}
 	require.Equal(t, n, got+fell, "every line went to syslog or to the fallback")
 }
+
+// TestSyslogLongLineCut: a line longer than maxSyslogMessage is cut to it,
+// not refused by the socket (EMSGSIZE) or sent to the fallback.
+func TestSyslogLongLineCut(t *testing.T) {
+	path, d := fakeSyslog(t)
+	var fallback bytes.Buffer
+	s, err := newSyslogSink("pgd-test", 1, []string{path}, &fallback)
+	require.NoError(t, err)
+	s.send(6, time.Now(), strings.Repeat("y", 10*maxSyslogMessage))
+	line := readDatagram(t, d)
+	require.True(t, strings.HasSuffix(line, "]: "+strings.Repeat("y", maxSyslogMessage)), "cut to %d bytes of message", maxSyslogMessage)
+	require.Zero(t, fallback.Len())
+}
