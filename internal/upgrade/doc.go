@@ -9,8 +9,9 @@
 // the binary with the listeners, one end of a SOCK_SEQPACKET socketpair
 // (the migration channel) and the write end of a readiness pipe as
 // inherited files, described by --inherit-fd kind=N flags, and waits at
-// most ReadyTimeout for one byte on the pipe. Inherited (new process)
-// turns those flags back into listeners, the channel and the pipe.
+// most ReadyTimeout for one byte on the pipe, logging those steps in the
+// seed's words to SpawnOptions.Log. Inherited (new process) turns those
+// flags back into listeners, the channel and the pipe.
 //
 // A Channel carries one record per message: at most MaxRecord bytes and
 // exactly one file descriptor. Send is safe for concurrent use; Receive is
