@@ -2,7 +2,6 @@ package patroni_test
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"net/http"
 	"os"
@@ -207,22 +206,11 @@ func TestNewClientURLs(t *testing.T) {
 func TestFetchClusterTLS(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	serverCA := patronitest.NewCA(t, "server ca")
-	clientCA := patronitest.NewCA(t, "client ca")
-	otherCA := patronitest.NewCA(t, "other ca")
-	caFile := filepath.Join(dir, "ca.pem")
-	patronitest.WriteFile(t, caFile, serverCA.CertPEM)
-	otherFile := filepath.Join(dir, "other.pem")
-	patronitest.WriteFile(t, otherFile, otherCA.CertPEM)
-	certFile, keyFile := patronitest.WriteCert(t, dir, "client", clientCA.IssueClient(t, "doorman"))
-	strangerCert, strangerKey := patronitest.WriteCert(t, dir, "stranger", otherCA.IssueClient(t, "stranger"))
+	m := patronitest.NewMutualTLS(t, dir, "doorman")
+	caFile, otherFile, certFile, keyFile := m.CAFile, m.OtherCA, m.CertFile, m.KeyFile
+	strangerCert, strangerKey := patronitest.WriteCert(t, dir, "stranger", m.Other.IssueClient(t, "stranger"))
 
-	srv := patronitest.NewTLSServer(t, healthyBody(t), &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{serverCA.IssueServer(t)},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    clientCA.Pool(),
-	})
+	srv := patronitest.NewTLSServer(t, healthyBody(t), m.Server)
 	tests := []struct {
 		name    string
 		tls     *patroni.TLSConfig

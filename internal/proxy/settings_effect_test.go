@@ -2,10 +2,8 @@ package proxy
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -87,22 +85,10 @@ func TestSettingClusterUpdateInterval(t *testing.T) {
 // no client certificate, does not.
 func TestSettingPatroniTLS(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	serverCA := patronitest.NewCA(t, "server ca")
-	clientCA := patronitest.NewCA(t, "client ca")
-	otherCA := patronitest.NewCA(t, "other ca")
-	caFile := filepath.Join(dir, "ca.pem")
-	patronitest.WriteFile(t, caFile, serverCA.CertPEM)
-	otherFile := filepath.Join(dir, "other.pem")
-	patronitest.WriteFile(t, otherFile, otherCA.CertPEM)
-	certFile, keyFile := patronitest.WriteCert(t, dir, "client", clientCA.IssueClient(t, "proxy"))
+	m := patronitest.NewMutualTLS(t, t.TempDir(), "proxy")
+	caFile, otherFile, certFile, keyFile := m.CAFile, m.OtherCA, m.CertFile, m.KeyFile
 	l := newEcho(t, "l")
-	srv := patronitest.NewTLSServer(t, nil, &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{serverCA.IssueServer(t)},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    clientCA.Pool(),
-	})
+	srv := patronitest.NewTLSServer(t, nil, m.Server)
 	srv.SetCluster(t, &patroni.Cluster{Members: []patroni.Member{l.member(patroni.RoleLeader)}})
 	tests := []struct {
 		name string

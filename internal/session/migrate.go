@@ -232,5 +232,5 @@ func (s *Session) startRun(ctx context.Context) error {
 // monitoring section lists: "[user@pool #c42] client 10.0.0.1:51234
 // migrated to new process". The session's fields follow as on every line.
 func migrationLine(s *Session, format string) string {
-	return fmt.Sprintf("[%s@%s #c%d] ", s.User, s.Database, s.ID) + fmt.Sprintf(format, s.RemoteAddr)
+	return fmt.Sprintf("[%s@%s #c%d] "+format, s.User, s.Database, s.ID, s.RemoteAddr)
 }

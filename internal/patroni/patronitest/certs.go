@@ -131,3 +131,32 @@ func newKey(tb testing.TB) *ecdsa.PrivateKey {
 func pemBlock(typ string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 }
+
+// MutualTLS is the set-up of an HTTPS fake that asks for a client
+// certificate, and the files a client is given: the server's CA, a CA that
+// signed nothing the server trusts, and a client certificate it trusts.
+type MutualTLS struct {
+	Server            *tls.Config // for NewTLSServer
+	CAFile, OtherCA   string      // PEM files: the server's CA; an unrelated one
+	CertFile, KeyFile string      // a client certificate of the trusted client CA
+	Other             *CA         // the unrelated CA, to issue strangers' certificates
+}
+
+// NewMutualTLS makes the CAs and writes the client's files into dir.
+func NewMutualTLS(tb testing.TB, dir, clientName string) MutualTLS {
+	tb.Helper()
+	serverCA := NewCA(tb, "server ca")
+	clientCA := NewCA(tb, "client ca")
+	other := NewCA(tb, "other ca")
+	m := MutualTLS{CAFile: filepath.Join(dir, "ca.pem"), OtherCA: filepath.Join(dir, "other.pem"), Other: other}
+	WriteFile(tb, m.CAFile, serverCA.CertPEM)
+	WriteFile(tb, m.OtherCA, other.CertPEM)
+	m.CertFile, m.KeyFile = WriteCert(tb, dir, "client", clientCA.IssueClient(tb, clientName))
+	m.Server = &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{serverCA.IssueServer(tb)},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    clientCA.Pool(),
+	}
+	return m
+}
