@@ -100,7 +100,9 @@ func reload(log *zap.Logger, p *proxy.Proxy, path string) *proxyconfig.Config {
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyReloading)
 	defer func() { _, _ = daemon.SdNotify(false, daemon.SdNotifyReady) }()
 	cfg, err := proxyconfig.Load(path)
-	if err == nil {
+	if err != nil {
+		p.ReloadFailed()
+	} else {
 		err = p.Reload(cfg)
 	}
 	if err != nil {

@@ -66,8 +66,9 @@ type Daemon struct {
 	// configureFD); nil if none were (an inherited listener).
 	listenerOpts atomic.Pointer[clientOpts]
 
-	reloads       atomic.Uint64
-	reloadFailure atomic.Bool
+	reloads        atomic.Uint64
+	reloadFailure  atomic.Bool
+	reloadFailures atomic.Uint64
 
 	// Binary upgrade.
 	upgradeReq   chan struct{}

@@ -17,8 +17,7 @@ import (
 func (d *Daemon) Reload() error {
 	cfg, warnings, err := config.Load(d.cfgPath)
 	if err != nil {
-		d.reloadFailure.Store(true)
-		d.Log.Error("reload failed, keeping the running configuration", zap.Error(err))
+		d.reloadFailed(err)
 		return fmt.Errorf("reload: %w", err)
 	}
 	for _, w := range warnings {
@@ -38,8 +37,7 @@ func (d *Daemon) Reload() error {
 		cfg.General.TransactionLoop = old.TransactionLoop
 	}
 	if err := d.setHBA(cfg); err != nil {
-		d.reloadFailure.Store(true)
-		d.Log.Error("reload failed, keeping the running configuration", zap.Error(err))
+		d.reloadFailed(err)
 		return err
 	}
 	tlsOK := d.reloadClientTLS(&old, &cfg.General)
@@ -57,12 +55,27 @@ func (d *Daemon) Reload() error {
 	}
 	d.reloads.Add(1)
 	d.reloadFailure.Store(!tlsOK) // pg_doorman_config_last_reload_successful shows a certificate not reloaded
+	if !tlsOK {
+		d.reloadFailures.Add(1)
+	}
 	d.Log.Info("configuration reloaded", zap.String("path", d.cfgPath), zap.Int("pools", len(cfg.Pools)))
 	return nil
 }
 
+// reloadFailed records a reload that kept the running configuration.
+func (d *Daemon) reloadFailed(err error) {
+	d.reloadFailure.Store(true)
+	d.reloadFailures.Add(1)
+	d.Log.Error("reload failed, keeping the running configuration", zap.Error(err))
+}
+
 // ReloadStats reports successful reloads and whether the last one failed.
 func (d *Daemon) ReloadStats() (uint64, bool) { return d.reloads.Load(), d.reloadFailure.Load() }
+
+// ReloadFailures counts the reloads that failed since start: the ones that
+// kept the running configuration, and the ones that applied it but kept
+// the client TLS certificate they could not load.
+func (d *Daemon) ReloadFailures() uint64 { return d.reloadFailures.Load() }
 
 // Shutdown starts a graceful shutdown and returns at once; Serve returns
 // when it is done.

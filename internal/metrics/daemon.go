@@ -24,6 +24,8 @@ var (
 		"Whether the last configuration reload succeeded (1) or failed and the previous configuration stayed (0).", nil, nil)
 	reloadsDesc = prometheus.NewDesc("pg_doorman_config_reloads_total",
 		"Successful configuration reloads since start.", nil, nil)
+	reloadFailuresDesc = prometheus.NewDesc("pg_doorman_config_reload_failures_total",
+		"Configuration reloads since start that failed: the previous configuration stayed, or the client TLS certificate could not be loaded again.", nil, nil)
 	memoryBudgetDesc = prometheus.NewDesc("pg_doorman_memory_budget_bytes",
 		"max_memory_usage: bytes of message buffers held now (used), the most held at once since start (peak) and the limit (limit, 0 = none).",
 		[]string{"type"}, nil)
@@ -45,7 +47,7 @@ type daemonCollector struct{ m *Metrics }
 func (c *daemonCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		totalMemoryDesc, connectionCountDesc, connectionsTotalDesc, clientConnectionsDesc,
-		reloadSuccessDesc, reloadsDesc, buildInfoDesc, memoryBudgetDesc, memoryRefusalsDesc,
+		reloadSuccessDesc, reloadsDesc, reloadFailuresDesc, buildInfoDesc, memoryBudgetDesc, memoryRefusalsDesc,
 		upgradesDesc, upgradeClientsDesc,
 	} {
 		ch <- d
@@ -71,6 +73,7 @@ func (c *daemonCollector) Collect(ch chan<- prometheus.Metric) {
 	reloads, lastFailed := m.d.ReloadStats()
 	ch <- prometheus.MustNewConstMetric(reloadSuccessDesc, prometheus.GaugeValue, boolFloat(!lastFailed))
 	ch <- prometheus.MustNewConstMetric(reloadsDesc, prometheus.CounterValue, float64(reloads))
+	ch <- prometheus.MustNewConstMetric(reloadFailuresDesc, prometheus.CounterValue, float64(m.d.ReloadFailures()))
 	ch <- prometheus.MustNewConstMetric(buildInfoDesc, prometheus.GaugeValue, 1, daemon.Version)
 	b := m.d.Memory
 	ch <- prometheus.MustNewConstMetric(memoryBudgetDesc, prometheus.GaugeValue, float64(b.Used()), "used")

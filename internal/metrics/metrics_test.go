@@ -192,6 +192,7 @@ func TestReloadFamilies(t *testing.T) {
 	d := newDaemon(t)
 	m := New(d)
 	path := d.Config().Path
+	failures := func() float64 { return gather(t, m)[seriesKey("pg_doorman_config_reload_failures_total")] }
 	reloads := func() (float64, float64) {
 		v := gather(t, m)
 		return v[seriesKey("pg_doorman_config_last_reload_successful")], v[seriesKey("pg_doorman_config_reloads_total")]
@@ -199,12 +200,20 @@ func TestReloadFamilies(t *testing.T) {
 	ok, n := reloads()
 	require.Equal(t, 1.0, ok, "no reload yet counts as success")
 	require.Zero(t, n)
+	require.Contains(t, gather(t, m), seriesKey("pg_doorman_config_reload_failures_total"), "the failures series is there before the first failure")
+	require.Zero(t, failures())
 
 	require.NoError(t, os.WriteFile(path, []byte("[general]\nport = \"not a number\"\n"), 0o600))
 	require.Error(t, d.Reload())
 	ok, n = reloads()
 	require.Zero(t, ok)
 	require.Zero(t, n)
+	require.Equal(t, 1.0, failures())
+
+	// A failure the next good reload hides from the gauge stays counted.
+	require.NoError(t, os.WriteFile(path, []byte("[general]\nhba = [\"not a network\"]\n"), 0o600))
+	require.Error(t, d.Reload())
+	require.Equal(t, 2.0, failures())
 
 	good := "[pools.mydb.users.0]\nusername = \"app\"\npassword = \"md5c4ca4238a0b923820dcc509a6f75849b\"\npool_size = 9\n"
 	require.NoError(t, os.WriteFile(path, []byte(good), 0o600))
@@ -212,6 +221,7 @@ func TestReloadFamilies(t *testing.T) {
 	ok, n = reloads()
 	require.Equal(t, 1.0, ok)
 	require.Equal(t, 1.0, n)
+	require.Equal(t, 2.0, failures(), "a successful reload does not reset the failures")
 	require.Equal(t, 9.0, gather(t, m)[poolKey("pg_doorman_pool_size")], "pool_size follows the reload")
 }
 

@@ -51,8 +51,17 @@ func TestReloadPorts(t *testing.T) {
 	bad.Clusters["c"].Ports["x"] = proxyconfig.Port{Listen: h.addr("any").String(), Roles: []proxyconfig.Role{leader}}
 	require.Error(t, h.proxy.Reload(bad))
 	require.Equal(t, 0.0, testutil.ToFloat64(h.proxy.env.metrics.ReloadSuccessful))
+	require.Equal(t, 1.0, testutil.ToFloat64(h.proxy.env.metrics.ReloadFailures))
 	require.Nil(t, h.proxy.PortAddr("c", "x"))
 	require.Equal(t, "r1", connect(t, h.addr("master")).backend)
+
+	// A file that did not load (the command's reload) counts too, and a
+	// good reload after it leaves the count where it is.
+	h.proxy.ReloadFailed()
+	require.Equal(t, 2.0, testutil.ToFloat64(h.proxy.env.metrics.ReloadFailures))
+	require.NoError(t, h.proxy.Reload(cfg2))
+	require.Equal(t, 1.0, testutil.ToFloat64(h.proxy.env.metrics.ReloadSuccessful))
+	require.Equal(t, 2.0, testutil.ToFloat64(h.proxy.env.metrics.ReloadFailures))
 }
 
 func TestReloadHostsKeepsConnections(t *testing.T) {

@@ -31,6 +31,7 @@ type Metrics struct {
 	TopologyStale     *prometheus.GaugeVec   // cluster
 	ReloadSuccessful  prometheus.Gauge
 	ReloadSuccessTime prometheus.Gauge
+	ReloadFailures    prometheus.Counter
 }
 
 // NewMetrics creates the series and registers them on reg.
@@ -69,8 +70,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		TopologyStale:     gv("topology_stale", "1 while the topology is older than max_topology_age (new connections refused).", "cluster"),
 		ReloadSuccessful:  prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "config_last_reload_successful", Help: "Whether the last configuration reload succeeded."}),
 		ReloadSuccessTime: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "config_last_reload_success_timestamp_seconds", Help: "Time of the last successful configuration load."}),
+		ReloadFailures:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "config_reload_failures_total", Help: "Configuration reloads that failed (the file did not load, or the proxy could not apply it); the previous configuration stayed."}),
 	}
-	reg.MustRegister(m.ReloadSuccessful, m.ReloadSuccessTime)
+	reg.MustRegister(m.ReloadSuccessful, m.ReloadSuccessTime, m.ReloadFailures)
 	return m
 }
 

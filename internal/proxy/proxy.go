@@ -133,12 +133,19 @@ func (p *Proxy) Reload(cfg *proxyconfig.Config) error {
 	}
 	err := p.apply(cfg)
 	if err != nil {
-		p.env.metrics.ReloadSuccessful.Set(0)
+		p.ReloadFailed()
 		return fmt.Errorf("reload proxy: %w", err)
 	}
 	p.env.metrics.ReloadSuccessful.Set(1)
 	p.env.metrics.ReloadSuccessTime.SetToCurrentTime()
 	return nil
+}
+
+// ReloadFailed records a reload that kept the running configuration
+// because its file did not load (Reload records its own failures).
+func (p *Proxy) ReloadFailed() {
+	p.env.metrics.ReloadSuccessful.Set(0)
+	p.env.metrics.ReloadFailures.Inc()
 }
 
 // Refresh fetches every cluster's /cluster now and applies the answers
