@@ -39,6 +39,7 @@ type Metrics struct {
 	rejected      *prometheus.CounterVec
 	clientErrors  *prometheus.CounterVec
 	clientWrites  *prometheus.CounterVec
+	cancels       *prometheus.CounterVec
 	coreHandBacks *prometheus.CounterVec
 	coreFailures  *prometheus.CounterVec
 	paramSync     *prometheus.CounterVec
@@ -105,6 +106,13 @@ func New(d *daemon.Daemon) *Metrics {
 	for _, r := range []string{"closed", "kept"} {
 		m.clientWrites.WithLabelValues(r)
 	}
+	m.cancels = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pg_doorman_cancel_requests_total",
+		Help: "Cancel requests by what became of them: forwarded (sent to the server the client holds), answered (the client was waiting for a server: its statement was cancelled here), failed (the server could not be reached), nothing (the client holds no server or is leaving), unknown (no client has that key).",
+	}, []string{"result"})
+	for _, r := range []string{"forwarded", "answered", "failed", "nothing", "unknown"} {
+		m.cancels.WithLabelValues(r)
+	}
 	m.coreHandBacks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pg_doorman_transaction_core_handbacks_total",
 		Help: "Clients the transaction core (general.transaction_loop) handed back to a goroutine, by reason: split_message (a message not whole in one read), message (not a request at a transaction's start, or invalid), canceled (a cancelled wait), migrate (binary upgrade), tls_server (a server with TLS), no_wait (query_wait_timeout 0).",
@@ -146,7 +154,7 @@ func New(d *daemon.Daemon) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.logins, m.loginFailures, m.serverLost, m.rejected, m.clientErrors, m.clientWrites, m.coreHandBacks, m.coreFailures, m.paramSync,
+		m.logins, m.loginFailures, m.serverLost, m.rejected, m.clientErrors, m.clientWrites, m.cancels, m.coreHandBacks, m.coreFailures, m.paramSync,
 		m.tlsHandshakes, m.tlsFailures, m.scramAuth, m.memReturns, m.memReturned,
 		&daemonCollector{m: m},
 		newPoolCollector(d),
@@ -196,6 +204,10 @@ func (m *Metrics) ClientError(reason string) { m.clientErrors.WithLabelValues(re
 // ClientWriteFailed counts a failed write to a logged-in client during a
 // transaction (session.ClientWriteMetrics).
 func (m *Metrics) ClientWriteFailed(server string) { m.clientWrites.WithLabelValues(server).Inc() }
+
+// CancelRequest counts a cancel request by its result
+// (session.CancelMetrics).
+func (m *Metrics) CancelRequest(result string) { m.cancels.WithLabelValues(result).Inc() }
 
 // CoreHandBack counts a client the transaction core handed back to a
 // goroutine (session.CoreMetrics).

@@ -14,10 +14,25 @@ import (
 	"github.com/doorman-go/doorman/internal/protocol"
 )
 
+// CancelMetrics is implemented by Env.Metrics hooks that count what
+// became of cancel requests: "forwarded", "answered" (a waiting client's
+// statement cancelled here), "failed", "nothing" (no server to cancel on)
+// and "unknown" (no client with the key).
+type CancelMetrics interface {
+	CancelRequest(result string)
+}
+
+func (s *Session) countCancel(result string) {
+	if m, ok := s.env.Metrics.(CancelMetrics); ok {
+		m.CancelRequest(result)
+	}
+}
+
 // forwardCancel acts on a cancel request for the session with its key.
 func (s *Session) forwardCancel(ctx context.Context, m *protocol.CancelRequest) {
 	target := s.env.Clients.byCancelKey(m.ProcessID, m.SecretKey)
 	if target == nil {
+		s.countCancel("unknown")
 		return
 	}
 	target.mu.Lock()
@@ -25,6 +40,7 @@ func (s *Session) forwardCancel(ctx context.Context, m *protocol.CancelRequest) 
 		// Waiting for a server: nothing was sent, the statement is
 		// cancelled here (answerCanceled).
 		target.mu.Unlock()
+		s.countCancel("answered")
 		return
 	}
 	var srv *backend.Conn
@@ -39,6 +55,7 @@ func (s *Session) forwardCancel(ctx context.Context, m *protocol.CancelRequest) 
 	}
 	target.mu.Unlock()
 	if srv == nil {
+		s.countCancel("nothing")
 		return
 	}
 	defer func() {
@@ -50,8 +67,11 @@ func (s *Session) forwardCancel(ctx context.Context, m *protocol.CancelRequest) 
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := srv.Cancel(ctx); err != nil {
+		s.countCancel("failed")
 		s.logger().Warn("cancel request failed", zap.Error(err))
+		return
 	}
+	s.countCancel("forwarded")
 }
 
 // waitHook is the Session as the pool's Waiter: while the client waits

@@ -362,21 +362,7 @@ func TestHostileUserEnumeration(t *testing.T) {
 
 func hsLoginFailures(t *testing.T, d *apptest.Instance, reason string) float64 {
 	t.Helper()
-	families, err := d.Metrics.Registry().Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != "pg_doorman_client_login_failures_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == reason {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return counterValue(t, d, "pg_doorman_client_login_failures_total", "reason", reason)
 }
 
 func TestHostileUserEnumerationHBA(t *testing.T) {

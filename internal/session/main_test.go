@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/doorman-go/doorman/internal/app/apptest"
 	"github.com/doorman-go/doorman/internal/pgtest"
 )
@@ -72,4 +74,32 @@ pools:
 func start(t *testing.T, extraGeneral, mode string, size int) *apptest.Instance {
 	t.Helper()
 	return apptest.Start(t, poolConfig(t, extraGeneral, mode, size))
+}
+
+// counterValue sums the series of counter name in d's registry whose
+// labels include the given name, value pairs (0 when there is none).
+func counterValue(t *testing.T, d *apptest.Instance, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := d.Metrics.Registry().Gather()
+	require.NoError(t, err)
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, l := range m.GetLabel() {
+					found = found || (l.GetName() == labels[i] && l.GetValue() == labels[i+1])
+				}
+				if !found {
+					continue series
+				}
+			}
+			n += m.GetCounter().GetValue()
+		}
+	}
+	return n
 }

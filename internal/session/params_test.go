@@ -57,22 +57,7 @@ func ppActivityAppName(t *testing.T, direct *pgx.Conn, pid int) string {
 
 func ppSyncFailures(t *testing.T, d *apptest.Instance, param string) float64 {
 	t.Helper()
-	mfs, err := d.Metrics.Registry().Gather()
-	require.NoError(t, err)
-	var n float64
-	for _, mf := range mfs {
-		if mf.GetName() != "pg_doorman_server_parameter_sync_failures_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "parameter" && l.GetValue() == param {
-					n += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return n
+	return counterValue(t, d, "pg_doorman_server_parameter_sync_failures_total", "parameter", param)
 }
 
 // Two clients with distinct names alternate on the one backend of a
