@@ -99,8 +99,8 @@ func (s *Session) loop(ctx context.Context) error {
 				s.memoryRefused("client", "streamed", n)
 				whole = false
 			default:
-				s.memoryRefused("client", "session ended", n)
-				s.clientError("max_memory_usage", "53200", "out of memory: pg_doorman's max_memory_usage is reached")
+				s.memoryRefused("client", "session ended", n) // counts the client error
+				s.endByClientFault("max_memory_usage", "53200", "out of memory: pg_doorman's max_memory_usage is reached")
 				return errors.New("client message does not fit max_memory_usage")
 			}
 		}

@@ -64,6 +64,11 @@ func (s *Session) clientError(reason, code, msg string) {
 	if s.env.Metrics != nil {
 		s.env.Metrics.ClientError(reason)
 	}
+	s.endByClientFault(reason, code, msg)
+}
+
+// endByClientFault is clientError for a fault already counted.
+func (s *Session) endByClientFault(reason, code, msg string) {
 	s.logger().Warn("client session ended by a protocol error", zap.String("reason", reason),
 		zap.Stringer("addr", s.RemoteAddr), zap.String("error", msg))
 	_ = s.nc.SetWriteDeadline(time.Now().Add(time.Second))
