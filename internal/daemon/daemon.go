@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -87,6 +88,9 @@ type Metrics interface {
 	session.Metrics
 	// Rejected counts refused client connections by reason.
 	Rejected(reason string)
+	// AcceptFailed counts a failed accept of a client connection by
+	// reason: "fd_limit" (EMFILE, ENFILE) or "other".
+	AcceptFailed(reason string)
 	// MemoryReturned counts a return of free heap to the OS (memreturn).
 	MemoryReturned(bytes uint64)
 }
@@ -312,6 +316,9 @@ func (d *Daemon) acceptLoop(ctx context.Context, accept func() (net.Conn, error)
 			}
 			// EMFILE and friends: back off instead of spinning.
 			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			if d.metrics != nil {
+				d.metrics.AcceptFailed(acceptFailure(err))
+			}
 			d.Log.Warn("accept failed", zap.Error(err), zap.Duration("retry_in", delay))
 			time.Sleep(delay)
 			continue
@@ -319,6 +326,14 @@ func (d *Daemon) acceptLoop(ctx context.Context, accept func() (net.Conn, error)
 		delay = 0
 		d.admit(ctx, nc)
 	}
+}
+
+// acceptFailure is the reason label of a failed accept.
+func acceptFailure(err error) string {
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		return "fd_limit"
+	}
+	return "other"
 }
 
 // admit starts the session of an accepted client, or refuses it over

@@ -37,6 +37,7 @@ type Metrics struct {
 	loginFailures *prometheus.CounterVec
 	serverLost    *prometheus.CounterVec
 	rejected      *prometheus.CounterVec
+	acceptErrors  *prometheus.CounterVec
 	clientErrors  *prometheus.CounterVec
 	clientWrites  *prometheus.CounterVec
 	cancels       *prometheus.CounterVec
@@ -74,6 +75,13 @@ func New(d *daemon.Daemon) *Metrics {
 		Name: "pg_doorman_client_connections_rejected_total",
 		Help: "Client connections refused before startup, by reason (max_connections).",
 	}, []string{"reason"})
+	m.acceptErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pg_doorman_accept_errors_total",
+		Help: "Failed accepts of client connections, by reason: fd_limit (EMFILE or ENFILE: out of file descriptors; the connection waits in the listen queue) or other. pg_doorman backs off up to 1 s after each.",
+	}, []string{"reason"})
+	for _, r := range []string{"fd_limit", "other"} {
+		m.acceptErrors.WithLabelValues(r)
+	}
 	m.memReturns = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "pg_doorman_memory_returns_total",
 		Help: "Times pg_doorman gave free heap back to the OS after it went quiet (a garbage collection, then a release; internal/memreturn).",
@@ -154,7 +162,7 @@ func New(d *daemon.Daemon) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.logins, m.loginFailures, m.serverLost, m.rejected, m.clientErrors, m.clientWrites, m.cancels, m.coreHandBacks, m.coreFailures, m.paramSync,
+		m.logins, m.loginFailures, m.serverLost, m.rejected, m.acceptErrors, m.clientErrors, m.clientWrites, m.cancels, m.coreHandBacks, m.coreFailures, m.paramSync,
 		m.tlsHandshakes, m.tlsFailures, m.scramAuth, m.memReturns, m.memReturned,
 		&daemonCollector{m: m},
 		newPoolCollector(d),
@@ -226,6 +234,9 @@ func (m *Metrics) ParamSyncFailed(db, user, param string) {
 // Rejected counts a client connection refused before startup, such as over
 // max_connections (daemon.Metrics.Rejected).
 func (m *Metrics) Rejected(reason string) { m.rejected.WithLabelValues(reason).Inc() }
+
+// AcceptFailed counts a failed accept by reason (daemon.Metrics).
+func (m *Metrics) AcceptFailed(reason string) { m.acceptErrors.WithLabelValues(reason).Inc() }
 
 // MemoryReturned counts a return of free heap to the OS and its bytes
 // (daemon.Metrics.MemoryReturned).

@@ -148,6 +148,7 @@ func TestHooksCount(t *testing.T) {
 	m.ServerLost("mydb", "app")
 	m.Rejected("max_connections")
 	m.Rejected("max_connections")
+	m.AcceptFailed("fd_limit")
 	m.ClientConnection(ConnPlain)
 	m.ClientConnection(ConnTLS)
 	m.ClientConnection(ConnTLS)
@@ -168,6 +169,8 @@ func TestHooksCount(t *testing.T) {
 		seriesKey("pg_doorman_client_login_failures_total", "reason", "a_new_reason"):            1,
 		poolKey("pg_doorman_server_connections_lost_total"):                                      1,
 		seriesKey("pg_doorman_client_connections_rejected_total", "reason", "max_connections"):   2,
+		seriesKey("pg_doorman_accept_errors_total", "reason", "fd_limit"):                        1,
+		seriesKey("pg_doorman_accept_errors_total", "reason", "other"):                           0,
 		seriesKey("pg_doorman_memory_returns_total"):                                             2,
 		seriesKey("pg_doorman_memory_returned_bytes_total"):                                      5096,
 		seriesKey("pg_doorman_connection_count", "type", "plain"):                                1,
