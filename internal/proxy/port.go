@@ -91,7 +91,9 @@ func (p *port) serve() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			p.env.log.Warn("accept failed", zap.String("listen", p.getSpec().Listen), zap.Error(err))
+			spec := p.getSpec()
+			p.env.metrics.AcceptErrors.WithLabelValues(spec.Cluster, spec.Name).Inc()
+			p.env.log.Warn("accept failed", zap.String("listen", spec.Listen), zap.Error(err))
 			time.Sleep(50 * time.Millisecond) // EMFILE and the like: do not spin
 			continue
 		}
