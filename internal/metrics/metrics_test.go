@@ -1,11 +1,13 @@
 package metrics
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
@@ -122,6 +124,24 @@ func TestPoolFamiliesFollowTheStats(t *testing.T) {
 			require.InDelta(t, tc.want, got, 1e-9)
 		})
 	}
+}
+
+// TestServerCreateFailuresCounted: a connect the pool could not make
+// shows as pg_doorman_pools_server_events_total{event="create_failed"}.
+func TestServerCreateFailuresCounted(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t) // its server is 127.0.0.1:1: connects are refused
+	m := New(d)
+	key := poolKey("pg_doorman_pools_server_events_total", "event", "create_failed")
+	require.Contains(t, gather(t, m), key, "the series is there before the first failure")
+	require.Zero(t, gather(t, m)[key])
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pc, err := lookup(t, d).Acquire(ctx)
+	require.Error(t, err)
+	require.Nil(t, pc)
+	require.GreaterOrEqual(t, gather(t, m)[key], 1.0)
+	require.Zero(t, gather(t, m)[poolKey("pg_doorman_pools_server_events_total", "event", "created")])
 }
 
 func TestClientCountsNeverGoNegative(t *testing.T) {
