@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doorman-go/doorman/internal/app/apptest"
@@ -135,4 +136,57 @@ func assertNoError(t *testing.T, err error) bool {
 		return false
 	}
 	return true
+}
+
+// TestCoordinatorPermitWaitEndsAtQueryWaitTimeout: a login whose first
+// server connection waits for a database permit (max_db_connections held
+// by another user's transaction, a reserve_pool_timeout longer than
+// query_wait_timeout) gets query_wait_timeout when that runs out, as a
+// client that waits for a server does, counted as a wait timeout; not a
+// connect failure.
+func TestCoordinatorPermitWaitEndsAtQueryWaitTimeout(t *testing.T) {
+	setup(t)
+	vA := user(t, "coord_qwt_a", "a-secret")
+	vB := user(t, "coord_qwt_b", "b-secret")
+	d := apptest.Start(t, fmt.Sprintf(`general:
+  host: 127.0.0.1
+  port: {{PORT}}
+  unix_socket_dir: "{{DIR}}"
+  query_wait_timeout: 700ms
+pools:
+  coordqwt:
+    server_host: 127.0.0.1
+    server_port: %d
+    server_database: benchdb
+    max_db_connections: 1
+    reserve_pool_size: 0
+    reserve_pool_timeout: 5s
+    users:
+      - username: coord_qwt_a
+        password: '%s'
+        pool_size: 1
+      - username: coord_qwt_b
+        password: '%s'
+        pool_size: 1
+`, pg.Port, vA, vB))
+	ctx := context.Background()
+	a, err := pgx.Connect(ctx, d.DSN("coord_qwt_a", "a-secret", "coordqwt")+" default_query_exec_mode=exec")
+	require.NoError(t, err)
+	defer a.Close(ctx)
+	tx, err := a.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, "SELECT 1")
+	require.NoError(t, err)
+
+	start := time.Now()
+	_, err = pgx.Connect(ctx, d.DSN("coord_qwt_b", "b-secret", "coordqwt")+" default_query_exec_mode=exec")
+	require.Error(t, err)
+	require.GreaterOrEqual(t, time.Since(start), 700*time.Millisecond, "it waited for query_wait_timeout")
+	var pe *pgconn.PgError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "08P01", pe.Code, "%s", pe.Message)
+	require.Equal(t, "query_wait_timeout", pe.Message)
+	bPool, _ := d.Daemon.Pools.Lookup("coordqwt", "coord_qwt_b")
+	require.Equal(t, uint64(1), bPool.Stats.WaitTimeouts.Load())
 }

@@ -179,11 +179,12 @@ func (p *Pool) AcquireFor(ctx context.Context, w Waiter) (*Conn, error) {
 			return nil, ErrCanceled
 		}
 		// The wait's own deadline is the bare sentinel (package pool
-		// returns context.DeadlineExceeded as it is). A connect that ran
-		// out of connect_timeout wraps it in a *backend.ConnectError:
-		// that is a failed connect, not a wait timeout, and errors.Is
-		// would take one for the other.
-		if err == context.DeadlineExceeded {
+		// returns context.DeadlineExceeded as it is), or a connect that
+		// reached it while waiting for a database permit (permit). A
+		// connect that ran out of connect_timeout wraps it in a
+		// *backend.ConnectError: that is a failed connect, not a wait
+		// timeout, and errors.Is would take one for the other.
+		if err == context.DeadlineExceeded || errors.Is(err, errPermitWaitTimeout) {
 			p.Stats.WaitTimeouts.Add(1)
 			return nil, ErrWaitTimeout
 		}
@@ -372,10 +373,21 @@ func (p *Pool) permit(ctx context.Context) (pool.Permit, error) {
 	}
 	pm, err := u.Acquire(ctx)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == context.DeadlineExceeded {
+			// The connect's context ends at its client's wait deadline
+			// (query_wait_timeout): that came while it waited for a
+			// permit, before any connect began.
+			return nil, fmt.Errorf("%w: %w", errPermitWaitTimeout, err)
+		}
 		return nil, err
 	}
 	return pm, nil
 }
+
+// errPermitWaitTimeout marks a connect that ran out of its client's wait
+// while it waited for a database permit: AcquireFor reports it as the
+// wait timeout it is, whichever of the two noticed the deadline first.
+var errPermitWaitTimeout = errors.New("query_wait_timeout while waiting for a database permit")
 
 // tryPermit is the coordinator's fast path (phase A): a free main slot or
 // nothing. Without a coordinator no permit is needed.
