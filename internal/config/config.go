@@ -75,6 +75,7 @@ type General struct {
 	MaxMemoryUsage                    ByteSize      `cfg:"max_memory_usage"`
 	ShutdownTimeout                   time.Duration `cfg:"shutdown_timeout"`
 	ProxyCopyDataTimeout              time.Duration `cfg:"proxy_copy_data_timeout"`
+	ClientLoginTimeout                time.Duration `cfg:"client_login_timeout"`
 	ServerTLSMode                     string        `cfg:"server_tls_mode"`
 	ServerTLSCACert                   string        `cfg:"server_tls_ca_cert"`
 	ServerTLSCertificate              string        `cfg:"server_tls_certificate"`
@@ -247,6 +248,7 @@ func defaultGeneral() General {
 		MaxMemoryUsage:              256 << 20,
 		ShutdownTimeout:             10 * time.Second,
 		ProxyCopyDataTimeout:        15 * time.Second,
+		ClientLoginTimeout:          60 * time.Second,
 		ServerTLSMode:               "allow",
 		ServerTLS:                   servertls.FromMode(servertls.Allow),
 		PoolerCheckQuery:            ";",

@@ -65,6 +65,7 @@ var catalogue = map[string]entry{
 	"general.max_memory_usage":                      {"memory budget for in-flight query buffers of all clients", "общий бюджет памяти для буферов in-flight запросов всех клиентов"},
 	"general.shutdown_timeout":                      {"on SIGTERM, wait this long for transactions to finish", "при SIGTERM ждать завершения транзакций не дольше этого"},
 	"general.proxy_copy_data_timeout":               {"longest wait for COPY data while proxying", "максимальное время ожидания данных COPY при проксировании"},
+	"general.client_login_timeout":                  {"longest time a client may take to log in (0: no limit)", "максимальное время входа клиента (0: без ограничения)"},
 	"general.server_tls_mode":                       {"TLS to PostgreSQL: disable, allow, prefer, require, verify-ca, verify-full (as libpq sslmode)", "TLS к PostgreSQL: disable, allow, prefer, require, verify-ca, verify-full (как sslmode libpq)"},
 	"general.server_tls_ca_cert":                    {"CA to verify PostgreSQL certificates; required with verify-ca and verify-full", "CA для проверки сертификатов PostgreSQL; обязателен при verify-ca и verify-full"},
 	"general.server_tls_certificate":                {"client certificate for mTLS to PostgreSQL, with server_tls_private_key", "клиентский сертификат для mTLS к PostgreSQL, вместе с server_tls_private_key"},

@@ -65,7 +65,7 @@ func New(d *daemon.Daemon) *Metrics {
 	}, []string{"user", "database"})
 	m.loginFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pg_doorman_client_login_failures_total",
-		Help: "Client logins refused, by reason (protocol, hba, password, no_user, no_password, no_database, no_pool, admin, server_login).",
+		Help: "Client logins refused, by reason (protocol, hba, password, no_user, no_password, no_database, no_pool, admin, server_login, tls, tls_required, auth_query, jwt, talos, pam, timeout: client_login_timeout ran out).",
 	}, []string{"reason"})
 	m.serverLost = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pg_doorman_server_connections_lost_total",

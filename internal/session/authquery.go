@@ -21,7 +21,7 @@ func (s *Session) loginAuthQuery(ctx context.Context, sm *protocol.StartupMessag
 	if err != nil {
 		return err
 	}
-	lctx, cancel := context.WithTimeout(ctx, loginTimeout) // a login waiting for a busy executor gives up with the login
+	lctx, cancel := s.loginContext(ctx) // a login waiting for a busy executor gives up with the login
 	ent, err := res.Get(lctx, s.User)
 	cancel()
 	if err != nil {

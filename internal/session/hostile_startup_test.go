@@ -639,3 +639,54 @@ func TestHostilePipelinedQueryAfterPassword(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileLoginTimeout: client_login_timeout ends a login that does not
+// finish in time, wherever the client stalls: before its startup packet
+// (closed), in the middle of it (closed) or in the SCRAM exchange (FATAL
+// 08P01 client_login_timeout); each is counted as a timeout. A client that
+// logged in in time is not affected by the deadline afterwards.
+func TestHostileLoginTimeout(t *testing.T) {
+	d := start(t, "  client_login_timeout: 400ms", "transaction", 2)
+	check := hsBystander(t, d)
+	start := hsLoginFailures(t, d, "timeout")
+	ended := func(c *hsConn) (string, time.Duration) {
+		t.Helper()
+		t0 := time.Now()
+		got, _ := c.message()
+		return got, time.Since(t0)
+	}
+
+	t.Run("nothing sent", func(t *testing.T) {
+		c := hsDial(t, d.Port)
+		got, took := ended(c)
+		require.Equal(t, "EOF", got)
+		require.Less(t, took, 5*time.Second)
+	})
+	t.Run("half a startup packet", func(t *testing.T) {
+		c := hsDial(t, d.Port)
+		b := hsStartup(hsV30, "user", "app", "database", "appdb").b
+		c.send(b[:len(b)/2])
+		got, _ := ended(c)
+		require.Equal(t, "EOF", got)
+	})
+	t.Run("stalled in the SCRAM exchange", func(t *testing.T) {
+		c := hsDial(t, d.Port)
+		c.send(hsStartup(hsV30, "user", "app", "database", "appdb").b)
+		got, _ := c.message()
+		require.Equal(t, "R 10", got[:4], "SASL offered: %s", got)
+		got, _ = ended(c)
+		require.Contains(t, got, "E FATAL 08P01 client_login_timeout")
+		got, _ = c.message()
+		require.Equal(t, "EOF", got)
+	})
+	require.Equal(t, start+3, hsLoginFailures(t, d, "timeout"))
+
+	// Logged in within the limit, then idle past it: still served.
+	c := connect(t, d.DSN("app", "app-secret", "appdb"))
+	time.Sleep(600 * time.Millisecond) // past the login deadline: what is asserted is that nothing happens
+	var n int
+	require.NoError(t, c.QueryRow(context.Background(), "SELECT 7").Scan(&n))
+	require.Equal(t, 7, n)
+	check()
+	require.Equal(t, start+3, hsLoginFailures(t, d, "timeout"), "nothing else counted")
+}

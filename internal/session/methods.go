@@ -91,7 +91,7 @@ func (s *Session) authPAM(ctx context.Context, u *config.User) error {
 	if s.env.PAM == nil {
 		return s.methodFailed("pam", pam.ErrUnavailable)
 	}
-	ctx, cancel := context.WithTimeout(ctx, loginTimeout)
+	ctx, cancel := s.loginContext(ctx)
 	defer cancel()
 	if err := s.env.PAM.Authenticate(ctx, u.AuthPamService, s.User, password); err != nil {
 		return s.methodFailed("pam", err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -28,9 +29,6 @@ import (
 
 // MaxClientMessage bounds one client message (PostgreSQL's own limit).
 const MaxClientMessage = protocol.DefaultMaxMessageLength
-
-// loginTimeout bounds startup and authentication of a client.
-const loginTimeout = 60 * time.Second
 
 // AdminDatabases are the virtual databases of the admin console.
 var AdminDatabases = map[string]bool{"pgdoorman": true, "pgbouncer": true}
@@ -383,10 +381,10 @@ func (s *Session) end(err error) {
 var errClientGone = errors.New("client disconnected")
 
 func (s *Session) serve(ctx context.Context) error {
-	_ = s.nc.SetDeadline(time.Now().Add(loginTimeout))
+	_ = s.nc.SetDeadline(s.loginDeadline())
 	sm, err := s.readStartup(ctx)
 	if err != nil || sm == nil {
-		return err
+		return s.loginEnded(err, false)
 	}
 	s.Database = sm.Parameters["database"]
 	if s.Database == "" {
@@ -401,7 +399,7 @@ func (s *Session) serve(ctx context.Context) error {
 		return s.serveAdmin(ctx)
 	}
 	if err := s.login(ctx, sm); err != nil {
-		return err
+		return s.loginEnded(err, true)
 	}
 	_ = s.nc.SetDeadline(time.Time{})
 	if s.general().LogClientConnections {
@@ -411,6 +409,48 @@ func (s *Session) serve(ctx context.Context) error {
 	s.pool.Stats.Clients.Add(1)
 	s.counted = true
 	return s.startRun(ctx)
+}
+
+// loginDeadline is when the client's login must be done
+// (client_login_timeout after it connected); zero when there is no limit.
+func (s *Session) loginDeadline() time.Time {
+	d := s.general().ClientLoginTimeout
+	if d <= 0 {
+		return time.Time{}
+	}
+	return s.ConnectedAt.Add(d)
+}
+
+// loginContext bounds ctx by the login deadline.
+func (s *Session) loginContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl := s.loginDeadline(); !dl.IsZero() {
+		return context.WithDeadline(ctx, dl)
+	}
+	return context.WithCancel(ctx)
+}
+
+// errLoginCounted marks a login error already counted and answered in its
+// own way (a TLS handshake that failed or timed out).
+var errLoginCounted = errors.New("login failure counted")
+
+// loginEnded counts a login that ran out of client_login_timeout while
+// the client was being read or written (a client that stalls in its
+// startup packet, TLS handshake or password exchange) and, once its
+// startup packet was read (started), tells it. Failures answered in their
+// own way (a ClientError, a TLS failure) are left as they are.
+func (s *Session) loginEnded(err error, started bool) error {
+	var ce *ClientError
+	dl := s.loginDeadline()
+	if err == nil || dl.IsZero() || time.Now().Before(dl) || !errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.As(err, &ce) || errors.Is(err, errLoginCounted) {
+		return err
+	}
+	s.loginFailed("timeout")
+	if started {
+		_ = s.nc.SetWriteDeadline(time.Now().Add(time.Second))
+		s.fatal("08P01", fmt.Sprintf("client_login_timeout: the login did not finish within %s", s.general().ClientLoginTimeout))
+	}
+	return fmt.Errorf("client_login_timeout: %w", err)
 }
 
 // fatal sends a FATAL ErrorResponse; the caller then ends the session,

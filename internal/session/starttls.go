@@ -112,12 +112,12 @@ func (s *Session) acceptDirectTLS(ctx context.Context) error {
 // waitHandshakeSlot queues the client for tls_rate_limit_per_second,
 // until the login deadline at most.
 func (s *Session) waitHandshakeSlot(ctx context.Context) error {
-	ctx, cancel := context.WithDeadline(ctx, s.ConnectedAt.Add(loginTimeout))
+	ctx, cancel := s.loginContext(ctx)
 	defer cancel()
 	if err := s.env.TLS.Wait(ctx); err != nil {
 		s.tlsCount("queue_timeout")
 		s.loginFailed("tls")
-		return fmt.Errorf("tls handshake queue: %w", err)
+		return fmt.Errorf("tls handshake queue: %w: %w", errLoginCounted, err)
 	}
 	return nil
 }
@@ -125,7 +125,7 @@ func (s *Session) waitHandshakeSlot(ctx context.Context) error {
 // handshake runs TLS on conn and makes the TLS connection the session's
 // socket; s.raw stays the TCP connection under it.
 func (s *Session) handshake(ctx context.Context, conn net.Conn, direct bool) error {
-	ctx, cancel := context.WithDeadline(ctx, s.ConnectedAt.Add(loginTimeout))
+	ctx, cancel := s.loginContext(ctx)
 	defer cancel()
 	tc, m, err := s.env.TLS.Handshake(ctx, conn)
 	if err != nil {
@@ -134,7 +134,7 @@ func (s *Session) handshake(ctx context.Context, conn net.Conn, direct bool) err
 		s.loginFailed("tls")
 		s.logger().Debug("client TLS handshake failed", zap.Stringer("addr", s.RemoteAddr), zap.Bool("direct", direct),
 			zap.String("reason", reason), zap.Error(err))
-		return err
+		return fmt.Errorf("%w: %w", errLoginCounted, err)
 	}
 	st := tc.ConnectionState()
 	s.nc = tc

@@ -645,3 +645,21 @@ func TestTLSCAOutsideVerifyFull(t *testing.T) {
 		GetClientCertificate: tlAlwaysSend(t, e.wrongClient)}, "wrong")
 	require.ErrorContains(t, err, "unknown certificate authority")
 }
+
+// TestTLSHandshakeStallCountedOnce: a client that asks for TLS and then
+// sends no ClientHello is cut at client_login_timeout and counted once, as
+// a TLS failure (tls_handshake_failures_total{timeout}, login failure
+// "tls"), not also as a login timeout.
+func TestTLSHandshakeStallCountedOnce(t *testing.T) {
+	e := tlCerts(t)
+	d := tlStart(t, e, "require", "  client_login_timeout: 400ms\n")
+	answer, nc := tlSSLRequest(t, d.Port)
+	require.Equal(t, byte('S'), answer)
+	_, err := io.ReadAll(nc) // the handshake waits for a ClientHello that never comes
+	require.NoError(t, err, "closed by pg_doorman, not by the test's own deadline")
+	require.Eventually(t, func() bool {
+		return tlMetric(t, d, "pg_doorman_tls_handshake_failures_total", "reason", "timeout") == 1
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, 1.0, counterValue(t, d, "pg_doorman_client_login_failures_total", "reason", "tls"))
+	require.Zero(t, counterValue(t, d, "pg_doorman_client_login_failures_total", "reason", "timeout"))
+}
