@@ -21,7 +21,9 @@ func (s *Session) loginAuthQuery(ctx context.Context, sm *protocol.StartupMessag
 	if err != nil {
 		return err
 	}
-	lctx, cancel := s.loginContext(ctx) // a login waiting for a busy executor gives up with the login
+	// A login waiting for another login's lookup of the same name gives up
+	// with its own deadline; a lookup runs under the cache's fetch timeout.
+	lctx, cancel := s.loginContext(ctx)
 	ent, err := res.Get(lctx, s.User)
 	cancel()
 	if err != nil {
