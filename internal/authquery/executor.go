@@ -79,6 +79,9 @@ func (e *Executor) Lookup(ctx context.Context, user string) (Entry, error) {
 	select {
 	case c = <-e.slots:
 	case <-ctx.Done():
+		// Every executor connection stayed busy for the whole lookup:
+		// a failed lookup too, and the sign of too few workers.
+		e.stats.ExecutorErrors.Add(1)
 		return Entry{}, fmt.Errorf("wait for an auth_query connection: %w", ctx.Err())
 	}
 	reused := c != nil

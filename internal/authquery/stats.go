@@ -12,7 +12,7 @@ type Stats struct {
 	AuthSuccess     atomic.Uint64 // logins that passed against a looked-up verifier
 	AuthFailure     atomic.Uint64 // logins that failed (wrong password, unknown user, lookup error)
 	ExecutorQueries atomic.Uint64 // lookup queries run
-	ExecutorErrors  atomic.Uint64 // lookups that failed (connect, query error, bad result)
+	ExecutorErrors  atomic.Uint64 // lookups that failed (connect, query error, bad result, no connection free in time)
 	StaleServed     atomic.Uint64 // expired entries used because the lookup failed
 	Evictions       atomic.Uint64 // entries dropped to stay within MaxEntries
 }
