@@ -76,8 +76,8 @@ func start(t *testing.T, extraGeneral, mode string, size int) *apptest.Instance 
 	return apptest.Start(t, poolConfig(t, extraGeneral, mode, size))
 }
 
-// counterValue sums the series of counter name in d's registry whose
-// labels include the given name, value pairs (0 when there is none).
+// counterValue sums the series of counter (or gauge) name in d's registry
+// whose labels include the given name, value pairs (0 when there is none).
 func counterValue(t *testing.T, d *apptest.Instance, name string, labels ...string) float64 {
 	t.Helper()
 	mfs, err := d.Metrics.Registry().Gather()
@@ -98,7 +98,11 @@ func counterValue(t *testing.T, d *apptest.Instance, name string, labels ...stri
 					continue series
 				}
 			}
-			n += m.GetCounter().GetValue()
+			if m.GetCounter() != nil {
+				n += m.GetCounter().GetValue()
+			} else {
+				n += m.GetGauge().GetValue()
+			}
 		}
 	}
 	return n

@@ -164,27 +164,11 @@ func tlAdmin(t *testing.T, dsn string) *pgx.Conn {
 	return c
 }
 
-// tlMetric is the value of a counter or gauge series of pg_doorman.
+// tlMetric is the value of a counter or gauge series of pg_doorman with
+// one label (counterValue).
 func tlMetric(t *testing.T, d *apptest.Instance, family, label, value string) float64 {
 	t.Helper()
-	mfs, err := d.Metrics.Registry().Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != family {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					if m.GetCounter() != nil {
-						return m.GetCounter().GetValue()
-					}
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return counterValue(t, d, family, label, value)
 }
 
 // TestTLSModes: each tls_mode answers SSLRequest and accepts or refuses
@@ -658,7 +642,7 @@ func TestTLSHandshakeStallCountedOnce(t *testing.T) {
 	_, err := io.ReadAll(nc) // the handshake waits for a ClientHello that never comes
 	require.NoError(t, err, "closed by pg_doorman, not by the test's own deadline")
 	require.Eventually(t, func() bool {
-		return tlMetric(t, d, "pg_doorman_tls_handshake_failures_total", "reason", "timeout") == 1
+		return counterValue(t, d, "pg_doorman_tls_handshake_failures_total", "reason", "timeout") == 1
 	}, 5*time.Second, 10*time.Millisecond)
 	require.Equal(t, 1.0, counterValue(t, d, "pg_doorman_client_login_failures_total", "reason", "tls"))
 	require.Zero(t, counterValue(t, d, "pg_doorman_client_login_failures_total", "reason", "timeout"))
