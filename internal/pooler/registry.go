@@ -29,10 +29,13 @@ type key struct {
 type Registry struct {
 	log *zap.Logger
 
-	mu     sync.RWMutex
-	cfg    *config.Config
-	pools  map[key]*Pool
-	coords map[string]*coordinator.Coordinator // databases with max_db_connections
+	mu  sync.RWMutex
+	cfg *config.Config
+	// current is cfg, published at the end of Apply's critical section:
+	// Config reads it without mu (a session reads it per query).
+	current atomic.Pointer[config.Config]
+	pools   map[key]*Pool
+	coords  map[string]*coordinator.Coordinator // databases with max_db_connections
 
 	resolvers                map[string]*authquery.Resolver // databases with auth_query
 	dynCreated, dynCollected map[string]uint64              // auth_query pools per database
@@ -124,11 +127,7 @@ func NewRegistry(cfg *config.Config, log *zap.Logger) *Registry {
 }
 
 // Config returns the configuration in force.
-func (r *Registry) Config() *config.Config {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.cfg
-}
+func (r *Registry) Config() *config.Config { return r.current.Load() }
 
 // Lookup finds the pool of a configured (database, user). Database names
 // are case-sensitive, as in PostgreSQL. Users known through auth_query are
@@ -210,6 +209,7 @@ func (r *Registry) Apply(cfg *config.Config) {
 	r.applyGate(&cfg.General)
 	r.applyCoordinatorsLocked(cfg)
 	oldResolvers := r.applyResolversLocked(cfg)
+	r.current.Store(cfg)
 	r.mu.Unlock()
 	for _, res := range oldResolvers {
 		res.Close()
