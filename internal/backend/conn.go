@@ -59,6 +59,7 @@ type Options struct {
 type Conn struct {
 	nc  net.Conn // the socket, or the tls.Conn over it
 	raw net.Conn // the socket itself
+	fd  int      // raw's descriptor, -1 when unknown
 	// TLS is "TLSv1.3/<cipher>" for an encrypted connection, "" otherwise.
 	TLS    string
 	closed atomic.Bool
@@ -101,6 +102,16 @@ func Address(host string, port int) (network, address string) {
 		return "unix", fmt.Sprintf("%s/.s.PGSQL.%d", strings.TrimRight(host, "/"), port)
 	}
 	return "tcp", net.JoinHostPort(host, fmt.Sprint(port))
+}
+
+// Descriptor is the socket's descriptor as it was dialled, -1 when not
+// known: a key for whoever holds the connection (the transaction core finds
+// its state of a server by it), never a descriptor to close.
+func (c *Conn) Descriptor() int {
+	if c.raw == nil {
+		return -1
+	}
+	return c.fd
 }
 
 // NetConn exposes the socket for forwarding.
@@ -206,7 +217,8 @@ func connectOnce(ctx context.Context, o Options, m *servertls.Material, at serve
 		_ = uc.SetReadBuffer(o.UnixSocketBufferSize)
 		_ = uc.SetWriteBuffer(o.UnixSocketBufferSize)
 	}
-	c := &Conn{nc: rawio.Wrap(nc), raw: nc, Params: map[string]string{}, Network: o.Network, Address: o.Address}
+	c := &Conn{nc: rawio.Wrap(nc), raw: nc, fd: -1, Params: map[string]string{}, Network: o.Network, Address: o.Address}
+	_ = rawio.Control(nc, func(fd uintptr) { c.fd = int(fd) })
 	if dl, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(dl)
 	}

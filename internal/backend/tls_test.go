@@ -11,6 +11,7 @@ import (
 	"github.com/doorman-go/doorman/internal/backend"
 	"github.com/doorman-go/doorman/internal/pgtest"
 	"github.com/doorman-go/doorman/internal/pgtest/testcerts"
+	"github.com/doorman-go/doorman/internal/rawio"
 	"github.com/doorman-go/doorman/internal/servertls"
 )
 
@@ -129,5 +130,16 @@ func TestConnectTLS(t *testing.T) {
 		require.Empty(t, c.TLS)
 		require.Empty(t, obs.failures, "'N' is an answer prefer accepts")
 		require.NoError(t, c.Close())
+	})
+
+	t.Run("the descriptor of a plaintext connection", func(t *testing.T) {
+		c, err := backend.Connect(ctx, opts(plainPG, nil, nil))
+		require.NoError(t, err)
+		defer c.Close()
+		fd := -1
+		require.NoError(t, rawio.Control(c.NetConn(), func(f uintptr) { fd = int(f) }))
+		require.Positive(t, fd)
+		require.Equal(t, fd, c.Descriptor(), "the transaction core finds its state of a server by it")
+		require.Equal(t, -1, (&backend.Conn{}).Descriptor(), "a Conn not dialled has none")
 	})
 }

@@ -118,10 +118,13 @@ type Core struct {
 	clients  map[*coreClient]struct{}
 	servers  map[*pooler.Conn]*coreServer // kept in the set while pooled
 	queues   map[*pooler.Pool]*coreQueue
-	timer    *time.Timer   // the wait timer (tick), armed for timerAt
-	timerAt  time.Duration // on the loop's clock; 0: not armed
-	started  time.Time     // the loop's clock's zero
-	now      time.Time     // read once per batch: what the batch's work counts by
+	// lastPool and lastQueue: the last entry of queues found (queue).
+	lastPool  *pooler.Pool
+	lastQueue *coreQueue
+	timer     *time.Timer   // the wait timer (tick), armed for timerAt
+	timerAt   time.Duration // on the loop's clock; 0: not armed
+	started   time.Time     // the loop's clock's zero
+	now       time.Time     // read once per batch: what the batch's work counts by
 
 	sentinelsRun  sync.WaitGroup // Close waits for the sentinels to end
 	sentinelBacks atomic.Uint64  // sentinels' posts the loop took (tests)

@@ -97,7 +97,7 @@ type coreQueue struct {
 func (c *Core) enqueue(cl *coreClient, qwt time.Duration) {
 	s := cl.s
 	p := s.pool
-	q := c.queues[p]
+	q := c.queue(p)
 	if q == nil {
 		q = &coreQueue{}
 		c.queues[p] = q
@@ -157,7 +157,7 @@ func (c *Core) ensureSentinels(p *pooler.Pool, q *coreQueue) {
 func (c *Core) dequeue(cl *coreClient) {
 	s := cl.s
 	p := s.pool
-	q := c.queues[p]
+	q := c.queue(p)
 	cl.queued = false
 	s.mu.Lock()
 	s.waiting = false
@@ -203,7 +203,7 @@ func (c *Core) dequeue(cl *coreClient) {
 // sentinelBack: a sentinel's acquire came back.
 func (c *Core) sentinelBack(p corePost) {
 	c.sentinelBacks.Add(1)
-	q := c.queues[p.p]
+	q := c.queue(p.p)
 	if q != nil {
 		for i, stop := range q.sentinels {
 			if stop == p.stop {
@@ -235,7 +235,7 @@ func (c *Core) sentinelBack(p corePost) {
 // handOn gives pc, back from a client of p, to the oldest client the loop
 // queues for p, or back to the pool.
 func (c *Core) handOn(p *pooler.Pool, pc *pooler.Conn) {
-	q := c.queues[p]
+	q := c.queue(p)
 	if q == nil || len(q.clients) == 0 {
 		p.ReleaseAt(pc, c.now)
 		return
@@ -324,7 +324,7 @@ func (c *Core) tick() {
 func (c *Core) lend(cl *coreClient, pc *pooler.Conn) lendResult {
 	s := cl.s
 	conn := pc.Value
-	cs := c.servers[pc]
+	cs := c.serverOf(pc)
 	if cs == nil {
 		if conn.TLS != "" || conn.Reader.Buffered() > 0 {
 			// Not one the loop can read raw: a goroutine runs this
@@ -367,4 +367,32 @@ func (c *Core) lend(cl *coreClient, pc *pooler.Conn) lendResult {
 	}
 	s.bindServer(pc, c.now)
 	return lent
+}
+
+// queue is p's queue in the loop, nil before its first client waited.
+// The last one found is kept: most cores serve one pool, and a map look-up
+// per transaction was a visible share of the loop's own time
+// (docs/benchmarks-passes.md, "Forty-first pass"). Queues are never
+// deleted, so the kept one stays valid.
+func (c *Core) queue(p *pooler.Pool) *coreQueue {
+	if p == c.lastPool {
+		return c.lastQueue
+	}
+	q := c.queues[p]
+	if q != nil {
+		c.lastPool, c.lastQueue = p, q
+	}
+	return q
+}
+
+// serverOf is pc's state in the loop, nil when the loop has none: found by
+// the server's descriptor in the set's table while it is in the set (as a
+// pooled server the loop lent before stays), otherwise in servers.
+func (c *Core) serverOf(pc *pooler.Conn) *coreServer {
+	if fd := pc.Value.Descriptor(); fd >= 0 && fd < len(c.ends) {
+		if e := c.ends[fd]; e != nil && e.srv != nil && e.srv.pc == pc {
+			return e.srv
+		}
+	}
+	return c.servers[pc]
 }
