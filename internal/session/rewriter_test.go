@@ -233,6 +233,11 @@ func TestNoteQuery(t *testing.T) {
 		{query: ""},
 		{query: "   "},
 		{query: "x"},
+		{query: "discard all\x00\x00", cleared: true},
+		{query: "\f\vSET role x \r\n", planSet: "SET role x;"},
+		{query: "SET\tsearch_path = app"}, // "SET " with a space only, as before
+		{query: "\u00a0DISCARD ALL"},      // not white space to PostgreSQL either
+		{query: "\u017fET role x"},        // ſ folds to s in Unicode, not in SQL
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
@@ -242,6 +247,28 @@ func TestNoteQuery(t *testing.T) {
 			require.Equal(t, tt.cleared, g.r.names.Len() == 0, "names cleared")
 			require.Equal(t, tt.planSet, g.r.planSet)
 		})
+	}
+}
+
+// TestHasPrefixFold: ASCII letters match in either case, every other byte
+// only itself.
+func TestHasPrefixFold(t *testing.T) {
+	for _, tc := range []struct {
+		b, p string
+		want bool
+	}{
+		{"SET x", "SET ", true},
+		{"set x", "SET ", true},
+		{"sEt x", "SET ", true},
+		{"SET", "SET ", false},
+		{"SET\tx", "SET ", false},
+		{"SET\x00", "SET ", false},
+		{"\u017fET x", "SET ", false},
+		{"@ET x", "`ET ", false},
+		{"sET x", "set ", true},
+		{"", "", true},
+	} {
+		require.Equal(t, tc.want, hasPrefixFold([]byte(tc.b), tc.p), "%q %q", tc.b, tc.p)
 	}
 }
 
