@@ -6,7 +6,7 @@
 // PgBouncer and pg_doorman to show how much of pg_doorman's cost is the shape
 // and how much is the pooler's own work.
 //
-// Four shapes (Mode):
+// Five shapes (Mode):
 //   - ModeGoroutines: two goroutines per connection, one per direction, with
 //     internal/rawio's raw read and write calls under Go's netpoller, as
 //     pg_doorman's session and patroni_proxy's pump do;
@@ -24,7 +24,14 @@
 //     answers it, and queues clients FIFO; clients log in through a server
 //     connection of their own (startup.go), which then joins the pool or is
 //     closed. It is what an event-loop pg_doorman would cost before any of
-//     its features: no statement rewriting, parameters, timeouts, TLS.
+//     its features: no statement rewriting, parameters, timeouts, TLS;
+//   - ModeUring: one loop that blocks its OS thread in io_uring_enter
+//     (uring_linux.go), each socket's receive and every send an entry of
+//     one io_uring, so that one system call submits a batch's sends and
+//     waits for the next completions; a receive's bytes are sent on in a
+//     send linked to the side's next receive into the same buffer. It
+//     measures what batching the socket calls would save where a system
+//     call is dear (docs/benchmarks-passes.md, "Forty-first pass").
 //
 // Each event loop owns the connections it was given and its one read
 // buffer; bytes a peer does not take at once wait in a per-direction pending

@@ -21,10 +21,11 @@ const (
 	ModeEpollThread    Mode = "epoll-thread"
 	ModeEpollNetpoller Mode = "epoll-netpoller"
 	ModeTxPool         Mode = "txpool"
+	ModeUring          Mode = "io-uring"
 )
 
 // Modes lists every Mode, in the order reports show them.
-var Modes = []Mode{ModeGoroutines, ModeEpollThread, ModeEpollNetpoller, ModeTxPool}
+var Modes = []Mode{ModeGoroutines, ModeEpollThread, ModeEpollNetpoller, ModeTxPool, ModeUring}
 
 // ParseMode returns the Mode named s.
 func ParseMode(s string) (Mode, error) {
@@ -33,7 +34,7 @@ func ParseMode(s string) (Mode, error) {
 			return m, nil
 		}
 	}
-	return "", fmt.Errorf("unknown forwarder mode %q (want goroutines, epoll-thread, epoll-netpoller or txpool)", s)
+	return "", fmt.Errorf("unknown forwarder mode %q (want goroutines, epoll-thread, epoll-netpoller, txpool or io-uring)", s)
 }
 
 // copyBufSize is the read size of ModeGoroutines, as the event loops' buffer.
@@ -68,6 +69,8 @@ func Serve(ctx context.Context, ln net.Listener, target string, cfg Config) erro
 		fw, err = newRelayed(max(cfg.Loops, 1))
 	case ModeTxPool:
 		fw, err = newTxPool(max(cfg.PoolSize, 1))
+	case ModeUring:
+		fw, err = newUring()
 	default:
 		err = fmt.Errorf("unknown forwarder mode %q", cfg.Mode)
 	}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,7 +83,21 @@ func startForwarder(t *testing.T, mode Mode, target string) string {
 
 // byteModes are the shapes that forward bytes they do not understand;
 // ModeTxPool speaks the protocol and has its own test (TestTxPool).
-var byteModes = []Mode{ModeGoroutines, ModeEpollThread, ModeEpollNetpoller}
+var byteModes = []Mode{ModeGoroutines, ModeEpollThread, ModeEpollNetpoller, ModeUring}
+
+// needMode skips a test of ModeUring where the kernel refuses io_uring
+// (kernel.io_uring_disabled, a seccomp filter); every other error fails.
+func needMode(t *testing.T, mode Mode) {
+	t.Helper()
+	if mode != ModeUring {
+		return
+	}
+	if err := uringProbe(); errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EPERM) {
+		t.Skipf("io_uring refused here: %v", err)
+	} else {
+		require.NoError(t, err)
+	}
+}
 
 func TestParseMode(t *testing.T) {
 	t.Parallel()
@@ -104,6 +119,7 @@ func TestForwardBothWays(t *testing.T) {
 	for _, mode := range byteModes {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
+			needMode(t, mode)
 			target, _ := echoServer(t)
 			addr := startForwarder(t, mode, target)
 			var wg sync.WaitGroup
@@ -165,6 +181,7 @@ func TestClientResetClosesServer(t *testing.T) {
 	for _, mode := range byteModes {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
+			needMode(t, mode)
 			target, conns := echoServer(t)
 			addr := startForwarder(t, mode, target)
 			c, err := net.Dial("tcp", addr)
@@ -218,6 +235,7 @@ func TestEOFRightAfterData(t *testing.T) {
 	for _, mode := range byteModes {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
+			needMode(t, mode)
 			target := server(t, func(c net.Conn) {
 				_, _ = c.Write([]byte("answer"))
 				_ = c.Close()

@@ -43,7 +43,7 @@ func forward(args []string) int {
 	fs := flag.NewFlagSet("benchrun forward", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "address to accept clients on")
 	target := fs.String("target", "", "address to forward each client to")
-	mode := fs.String("mode", string(floor.ModeGoroutines), "goroutines, epoll-thread, epoll-netpoller or txpool")
+	mode := fs.String("mode", string(floor.ModeGoroutines), "goroutines, epoll-thread, epoll-netpoller, txpool or io-uring")
 	loops := fs.Int("loops", 1, "event loops of the epoll modes")
 	pool := fs.Int("pool", 40, "server connections txpool keeps")
 	if err := fs.Parse(args); err != nil {
