@@ -29,4 +29,31 @@ func TestAcceptFailuresCounted(t *testing.T) {
 	errs := h.proxy.env.metrics.AcceptErrors.WithLabelValues("c", "master")
 	require.Eventually(t, func() bool { return testutil.ToFloat64(errs) >= 2 }, 5*time.Second, 10*time.Millisecond,
 		"two failed accepts counted: the loop goes on after the first")
+	// It backs off: after six failures (5 + 10 + ... + 160 ms of waits)
+	// the next wait is 320 ms, so 200 ms later there are at most seven;
+	// the 50 ms retry it replaced made four more in that time. A slow
+	// machine only makes fewer.
+	require.Eventually(t, func() bool { return testutil.ToFloat64(errs) >= 6 }, 10*time.Second, 5*time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // not synchronisation: the window in which retries are counted
+	require.LessOrEqual(t, testutil.ToFloat64(errs), 7.0, "failed accepts back off")
+	done := make(chan struct{})
+	go func() { pt.close(false, ReasonShutdown); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("close waited for the back-off")
+	}
+}
+
+// TestAcceptBackoff: 5 ms after a success, doubling, at most a second.
+func TestAcceptBackoff(t *testing.T) {
+	t.Parallel()
+	var got []time.Duration
+	d := time.Duration(0)
+	for range 10 {
+		d = acceptBackoff(d)
+		got = append(got, d)
+	}
+	ms := time.Millisecond
+	require.Equal(t, []time.Duration{5 * ms, 10 * ms, 20 * ms, 40 * ms, 80 * ms, 160 * ms, 320 * ms, 640 * ms, time.Second, time.Second}, got)
 }

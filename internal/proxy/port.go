@@ -80,6 +80,7 @@ func (p *port) setSpec(s PortSpec) {
 
 // serve accepts until close; each connection gets its own goroutine.
 func (p *port) serve() {
+	var delay time.Duration
 	for {
 		c, err := p.ln.AcceptTCP()
 		if err != nil {
@@ -91,15 +92,32 @@ func (p *port) serve() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
+			// EMFILE and the like: back off instead of spinning, as
+			// pg_doorman's accept loop does, so that a port out of
+			// descriptors logs about once a second, not twenty times.
+			delay = acceptBackoff(delay)
 			spec := p.getSpec()
 			p.env.metrics.AcceptErrors.WithLabelValues(spec.Cluster, spec.Name).Inc()
-			p.env.log.Warn("accept failed", zap.String("listen", spec.Listen), zap.Error(err))
-			time.Sleep(50 * time.Millisecond) // EMFILE and the like: do not spin
+			p.env.log.Warn("accept failed", zap.String("listen", spec.Listen), zap.Error(err), zap.Duration("retry_in", delay))
+			t := time.NewTimer(delay)
+			select {
+			case <-p.stop:
+				t.Stop()
+				return
+			case <-t.C:
+			}
 			continue
 		}
+		delay = 0
 		p.conns.Add(1)
 		go p.handle(c)
 	}
+}
+
+// acceptBackoff is the wait after a failed accept that followed a wait of
+// delay (0 after a success): 5 ms, doubling up to a second.
+func acceptBackoff(delay time.Duration) time.Duration {
+	return min(max(2*delay, 5*time.Millisecond), time.Second)
 }
 
 // holdable reports whether a refusal may clear with the next topology: the
