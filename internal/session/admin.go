@@ -15,7 +15,9 @@ import (
 const MaxAdminMessage = 64 << 10
 
 // serveAdmin authenticates an admin console client with admin_username and
-// admin_password (pg_hba applies here too) and hands it to Env.Admin.
+// admin_password (pg_hba applies here too) and hands it to Env.Admin. A
+// login that runs out of client_login_timeout ends as a pool login's does
+// (loginEnded).
 func (s *Session) serveAdmin(ctx context.Context) error {
 	s.Admin = true
 	if err := s.promote(); err != nil { // the console runs in its goroutine
@@ -51,7 +53,7 @@ func (s *Session) serveAdmin(ctx context.Context) error {
 		_, err = s.authSCRAM(auth.NewSCRAMVerifier(g.AdminPassword, salt, mockIterations), nil)
 	}
 	if err != nil {
-		return err
+		return s.loginEnded(err, true)
 	}
 	s.clientParams = map[string]string{
 		"server_version": "15.0 (pg_doorman)", "server_encoding": "UTF8", "client_encoding": "UTF8",
@@ -59,7 +61,7 @@ func (s *Session) serveAdmin(ctx context.Context) error {
 		"application_name": s.AppName, "TimeZone": "UTC", "in_hot_standby": "off",
 	}
 	if err := s.welcome(); err != nil {
-		return err
+		return s.loginEnded(err, true)
 	}
 	_ = s.nc.SetDeadline(zeroTime)
 	s.replaceReader(s.nc, MaxAdminMessage)

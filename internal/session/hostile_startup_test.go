@@ -679,7 +679,17 @@ func TestHostileLoginTimeout(t *testing.T) {
 		got, _ = c.message()
 		require.Equal(t, "EOF", got)
 	})
-	require.Equal(t, start+3, hsLoginFailures(t, d, "timeout"))
+	t.Run("stalled in the admin console's SCRAM exchange", func(t *testing.T) {
+		c := hsDial(t, d.Port)
+		c.send(hsStartup(hsV30, "user", "admin", "database", "pgdoorman").b)
+		got, _ := c.message()
+		require.Equal(t, "R 10", got[:4], "SASL offered: %s", got)
+		got, _ = ended(c)
+		require.Contains(t, got, "E FATAL 08P01 client_login_timeout")
+		got, _ = c.message()
+		require.Equal(t, "EOF", got)
+	})
+	require.Equal(t, start+4, hsLoginFailures(t, d, "timeout"))
 
 	// Logged in within the limit, then idle past it: still served.
 	c := connect(t, d.DSN("app", "app-secret", "appdb"))
@@ -688,5 +698,5 @@ func TestHostileLoginTimeout(t *testing.T) {
 	require.NoError(t, c.QueryRow(context.Background(), "SELECT 7").Scan(&n))
 	require.Equal(t, 7, n)
 	check()
-	require.Equal(t, start+3, hsLoginFailures(t, d, "timeout"), "nothing else counted")
+	require.Equal(t, start+4, hsLoginFailures(t, d, "timeout"), "nothing else counted")
 }
