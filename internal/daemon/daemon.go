@@ -244,7 +244,8 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	if d.Config().General.TransactionLoop {
 		// The transaction core: plaintext transaction-mode clients run on
 		// one event loop.
-		core, err := session.NewCore(d.Log)
+		cm, _ := d.metrics.(session.CoreMetrics) // nil: the core's events are not counted
+		core, err := session.NewCore(d.Log, cm)
 		if err != nil {
 			return fmt.Errorf("general.transaction_loop: %w", err)
 		}

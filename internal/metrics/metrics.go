@@ -130,9 +130,9 @@ func New(d *daemon.Daemon) *Metrics {
 	}
 	m.coreFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pg_doorman_transaction_core_failures_total",
-		Help: "Failures of the transaction core's own that ended a client, by operation: register_client, register_server (the epoll set refused a socket).",
+		Help: "Failures of the transaction core's own that ended a client, by operation: register_client, register_server (the epoll set refused a socket), loop (the loop stopped: its clients were ended).",
 	}, []string{"op"})
-	for _, r := range []string{"register_client", "register_server"} {
+	for _, r := range []string{"register_client", "register_server", "loop"} {
 		m.coreFailures.WithLabelValues(r)
 	}
 	m.tlsHandshakes = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -53,11 +53,12 @@ func (s *Session) adoptCore(ctx context.Context) bool {
 }
 
 // coreMayAdopt reports whether the core runs everything this session may
-// do: a core, plaintext, transaction mode, plaintext servers. What may
+// do: a core whose loop runs, plaintext, transaction mode, plaintext
+// servers. What may
 // change (buffered input, a migration) adoptCore asks at the idle point.
 func (s *Session) coreMayAdopt() bool {
 	c := s.env.Core
-	if c == nil || s.tls != nil || s.Admin || !s.transactionMode() {
+	if c == nil || c.ended.Load() || s.tls != nil || s.Admin || !s.transactionMode() {
 		return false
 	}
 	_, tls := c.tlsPools.Load(s.pool)
@@ -142,7 +143,7 @@ func (c *Core) trackAdds(adds []coreAdd) {
 		}
 		c.clients[cl] = struct{}{}
 		if a.err != nil {
-			c.failed(cl.s, "register_client")
+			c.failed("register_client")
 			c.endClient(cl, fmt.Errorf("transaction core: register client: %w", a.err))
 			continue
 		}

@@ -56,8 +56,8 @@ func (c *Core) handBack(cl *coreClient, unread []byte, then func(*Session) error
 	if cl.gone {
 		return
 	}
-	if m, ok := cl.s.env.Metrics.(CoreMetrics); ok {
-		m.CoreHandBack(why.String())
+	if c.metrics != nil {
+		c.metrics.CoreHandBack(why.String())
 	}
 	cl.gone = true
 	delete(c.clients, cl)

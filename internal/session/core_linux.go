@@ -23,13 +23,13 @@ import (
 // forwarded, held (at most one read per waiting client) or handed back.
 const coreReadSize = 32 << 10
 
-// NewCore starts the transaction core's loop. log may be nil. Close stops
-// it.
-func NewCore(log *zap.Logger) (*Core, error) {
+// NewCore starts the transaction core's loop. log and metrics may be nil.
+// Close stops it.
+func NewCore(log *zap.Logger, metrics CoreMetrics) (*Core, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	c := &Core{log: log, buf: make([]byte, coreReadSize), clients: map[*coreClient]struct{}{},
+	c := &Core{log: log, metrics: metrics, buf: make([]byte, coreReadSize), clients: map[*coreClient]struct{}{},
 		servers: map[*pooler.Conn]*coreServer{}, queues: map[*pooler.Pool]*coreQueue{}, done: make(chan struct{})}
 	c.started = time.Now()
 	c.now = c.started
@@ -44,11 +44,18 @@ func NewCore(log *zap.Logger) (*Core, error) {
 
 func (c *Core) run() {
 	defer close(c.done)
-	if err := c.set.Run(); err != nil {
-		c.log.Error("transaction core stopped", zap.Error(err))
+	failed := c.set.Run()
+	if failed != nil {
+		// Not Close: the loop cannot go on. Its clients are told, and
+		// the failure is counted (op "loop").
+		c.log.Error("transaction core stopped", zap.Error(failed))
+		if c.metrics != nil {
+			c.metrics.CoreFailure("loop")
+		}
 	}
 	// The loop is over: nothing else touches its sessions now. Clients
 	// adopted since its last batch are its own too; no more come.
+	c.ended.Store(true)
 	c.mu.Lock()
 	adds := c.adds
 	c.adds, c.noAdds = nil, true
@@ -57,6 +64,10 @@ func (c *Core) run() {
 		c.clients[a.cl] = struct{}{}
 	}
 	for cl := range c.clients {
+		if failed != nil && !cl.gone {
+			_ = c.flush(&cl.end)
+			_, _ = cl.ps.Write(protocol.AppendError(nil, "FATAL", "58000", coreFailedMessage))
+		}
 		c.endClient(cl, errCoreClosed)
 	}
 	for _, q := range c.queues {
@@ -96,8 +107,9 @@ func (c *Core) Close() {
 // sockets of plaintext transaction-mode sessions between their welcome and
 // their end, and runs their transactions (doc.go).
 type Core struct {
-	set *rawio.PolledEpoll
-	log *zap.Logger
+	set     *rawio.PolledEpoll
+	log     *zap.Logger
+	metrics CoreMetrics // nil: not counted
 
 	mu      sync.Mutex
 	posts   []corePost
@@ -106,6 +118,9 @@ type Core struct {
 	closing bool
 	stopped bool // the loop has ended: posts are dropped at once
 	noAdds  bool // the loop has ended: add refuses
+	// ended: the loop has ended (coreMayAdopt asks it without mu, so that
+	// after a failure of the loop sessions stay in their goroutines).
+	ended atomic.Bool
 
 	done chan struct{}
 
@@ -411,21 +426,17 @@ func (c *Core) unregister(e *coreEnd) {
 	}
 }
 
-// CoreMetrics is implemented by Env.Metrics hooks that count what the
-// transaction core hands back to a goroutine, by reason (split_message,
-// message, canceled, migrate, tls_server, no_wait), and its own failures.
-type CoreMetrics interface {
-	CoreHandBack(reason string)
-	CoreFailure(op string)
-}
-
 // failed counts a failure of the loop's own (an epoll_ctl refused).
-func (c *Core) failed(s *Session, op string) {
+func (c *Core) failed(op string) {
 	c.log.Warn("transaction core failure", zap.String("op", op))
-	if m, ok := s.env.Metrics.(CoreMetrics); ok {
-		m.CoreFailure(op)
+	if c.metrics != nil {
+		c.metrics.CoreFailure(op)
 	}
 }
+
+// coreFailedMessage is the last word of a client whose loop failed: the
+// failure is the pooler's, outside PostgreSQL (class 58, system_error).
+const coreFailedMessage = "terminating connection because the pooler's transaction loop failed"
 
 func (c *Core) flush(e *coreEnd) bool {
 	if len(e.out) == 0 {

@@ -403,3 +403,28 @@ func TestCoreStoppedSentinelStaysQuiet(t *testing.T) {
 	require.Never(t, func() bool { return s.CoreSentinelBacks() > 0 }, 200*time.Millisecond, 5*time.Millisecond,
 		"a stopped sentinel with nothing to bring posted to the loop")
 }
+
+// TestCoreLoopFailure: when the core's loop cannot go on (its epoll set
+// fails), each of its clients is told (FATAL 58000) before its socket is
+// closed, the failure is counted as transaction_core_failures_total{op=
+// "loop"}, and the daemon goes on accepting clients, which the goroutine
+// path then serves.
+func TestCoreLoopFailure(t *testing.T) {
+	d := startCore(t, "transaction", 2)
+	ctx := context.Background()
+	before := counterValue(t, d, "pg_doorman_transaction_core_failures_total", "op", "loop")
+	c := connect(t, d.DSN("app", "app-secret", "appdb"))
+	s := sessionOf(t, d, c.PgConn().Conn())
+	require.Eventually(t, s.InCore, 5*time.Second, 10*time.Millisecond, "the idle client is the core's")
+	s.BreakCore()
+	_, err := c.Exec(ctx, "SELECT 1")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "58000", "the client was told why")
+	require.Eventually(t, func() bool {
+		return counterValue(t, d, "pg_doorman_transaction_core_failures_total", "op", "loop") == before+1
+	}, 5*time.Second, 10*time.Millisecond)
+	next := connect(t, d.DSN("app", "app-secret", "appdb"))
+	var n int
+	require.NoError(t, next.QueryRow(ctx, "SELECT 8").Scan(&n))
+	require.Equal(t, 8, n)
+}

@@ -348,7 +348,7 @@ func (c *Core) lend(cl *coreClient, pc *pooler.Conn) lendResult {
 			delete(c.servers, pc)
 			s.pool.Destroy(pc)
 			s.pool.Stats.ClientsActive.Add(-1)
-			c.failed(s, "register_server")
+			c.failed("register_server")
 			c.endClient(cl, errors.New("transaction core: register server"))
 			return ended
 		}

@@ -13,3 +13,7 @@ func (s *Session) CoreSentinelBacks() uint64 {
 
 // CoreReadSize is the transaction core's read buffer.
 const CoreReadSize = coreReadSize
+
+// BreakCore closes the epoll set under the running transaction core of
+// s's daemon, as an epoll_wait that fails would end its loop.
+func (s *Session) BreakCore() { _ = s.env.Core.set.Close() }

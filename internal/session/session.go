@@ -84,6 +84,15 @@ type Metrics interface {
 	ClientError(reason string)
 }
 
+// CoreMetrics counts for the transaction core (NewCore) what it hands back
+// to a goroutine, by reason (split_message, message, canceled, migrate,
+// tls_server, no_wait), and its own failures, by operation
+// (register_client, register_server, loop).
+type CoreMetrics interface {
+	CoreHandBack(reason string)
+	CoreFailure(op string)
+}
+
 // State of a client for SHOW CLIENTS.
 const (
 	StateLogin   = "login"
