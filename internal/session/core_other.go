@@ -27,7 +27,9 @@ const (
 )
 
 // NewCore reports that this build has no transaction core.
-func NewCore(*zap.Logger, CoreMetrics) (*Core, error) { return nil, errors.New("transaction core: Linux only") }
+func NewCore(*zap.Logger, CoreMetrics) (*Core, error) {
+	return nil, errors.New("transaction core: Linux only")
+}
 
 // Close does nothing.
 func (c *Core) Close() {}
