@@ -150,7 +150,7 @@ var (
 	serversPreparedMissesDesc = poolDesc("pg_doorman_servers_prepared_misses",
 		"Client Parse messages of a pool new to its prepared statement cache, cumulative. A gauge for compatibility; pg_doorman_prepared_statements_total{event=\"miss\"} is the same as a counter.")
 	serverEventsDesc = poolDesc("pg_doorman_pools_server_events_total",
-		"Server connection events of a pool: created, closed, create_failed (a connect that failed, or a connection permit not granted in time), check_failed (idle check), idle_expired (idle_timeout), lifetime_expired (server_lifetime).", "event")
+		"Server connection events of a pool: created, closed, destroyed (of closed: found unusable by its user and closed instead of returned), create_failed (a connect that failed, or a connection permit not granted in time), check_failed (idle check), idle_expired (idle_timeout), lifetime_expired (server_lifetime).", "event")
 )
 
 // poolSeries is one series per pool: a family, the value of its leading
@@ -202,6 +202,7 @@ func allPoolSeries() []poolSeries {
 		counter(waitsCanceledDesc, "", func(s *poolSnapshot) float64 { return float64(s.waitsCanceled) }),
 		counter(serverEventsDesc, "created", func(s *poolSnapshot) float64 { return float64(s.conns.Created) }),
 		counter(serverEventsDesc, "closed", func(s *poolSnapshot) float64 { return float64(s.conns.Closed) }),
+		counter(serverEventsDesc, "destroyed", func(s *poolSnapshot) float64 { return float64(s.conns.Destroyed) }),
 		counter(serverEventsDesc, "create_failed", func(s *poolSnapshot) float64 { return float64(s.conns.CreateErrors) }),
 		counter(serverEventsDesc, "check_failed", func(s *poolSnapshot) float64 { return float64(s.conns.CheckFailures) }),
 		counter(serverEventsDesc, "idle_expired", func(s *poolSnapshot) float64 { return float64(s.conns.IdleExpired) }),

@@ -125,6 +125,7 @@ type Counters struct {
 	Created        uint64 // connects that succeeded
 	CreateErrors   uint64 // connects that failed
 	Closed         uint64 // connections closed by the pool or destroyed
+	Destroyed      uint64 // of Closed: checked-out connections found unusable (Destroy)
 	CheckFailures  uint64 // idle checks that failed
 	Handoffs       uint64 // releases handed directly to a waiter
 	Waits          uint64 // acquires that had to queue
@@ -732,6 +733,7 @@ func (p *Pool[T]) Destroy(c *Conn[T]) {
 		panic("BUG: pool: destroy of a connection that is not checked out")
 	}
 	p.busy--
+	p.counters.Destroyed++
 	p.dropLocked(c)
 	p.grantCreatesLocked()
 	p.signalDrainedLocked()

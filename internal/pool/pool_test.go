@@ -362,7 +362,31 @@ func TestIdleCheckFailureStartsNewEpoch(t *testing.T) {
 	require.EqualValues(t, 1, checks.Load())
 	require.EqualValues(t, 1, p.Stats().Epoch)
 	require.EqualValues(t, 1, p.Stats().CheckFailures)
+	require.EqualValues(t, 1, p.Stats().Destroyed, "the connection that failed its probe is destroyed")
 	p.Release(c3)
+}
+
+// TestDestroyCounted: a destroyed connection counts in Destroyed and in
+// Closed; one given back does not, and the pool's own closes count in
+// Closed only.
+func TestDestroyCounted(t *testing.T) {
+	cn := &connector{}
+	p := New(Options[*fakeConn]{Config: Config{MaxSize: 2, MaxParallelCreates: 2}, Connect: cn.connect})
+	a, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	b, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	p.Destroy(a)
+	p.Release(b)
+	st := p.Stats()
+	require.EqualValues(t, 1, st.Destroyed)
+	require.EqualValues(t, 1, st.Closed)
+	require.True(t, a.Value.closed.Load())
+	require.False(t, b.Value.closed.Load())
+	p.Close() // closes b, the idle one
+	st = p.Stats()
+	require.EqualValues(t, 1, st.Destroyed)
+	require.EqualValues(t, 2, st.Closed)
 }
 
 // probedPool is a pool of size connections on a test clock whose idle

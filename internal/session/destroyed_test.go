@@ -1,0 +1,43 @@
+package session_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// TestBrokenServerCountedDestroyed: a server terminated under its client's
+// open transaction is not returned to the pool: it counts in
+// pools_server_events_total{event="destroyed"} (and in closed), and the
+// next transaction runs on another backend.
+func TestBrokenServerCountedDestroyed(t *testing.T) {
+	d := start(t, "", "transaction", 2)
+	ctx := context.Background()
+	events := func(event string) float64 {
+		return counterValue(t, d, "pg_doorman_pools_server_events_total", "event", event, "database", "appdb")
+	}
+	destroyed, closed := events("destroyed"), events("closed")
+	c := connect(t, d.DSN("app", "app-secret", "appdb"))
+	tx, err := c.Begin(ctx)
+	require.NoError(t, err)
+	var pid int
+	require.NoError(t, tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid))
+	super, err := pgx.Connect(ctx, pg.SuperDSN("postgres"))
+	require.NoError(t, err)
+	defer super.Close(ctx)
+	var ok bool
+	require.NoError(t, super.QueryRow(ctx, "SELECT pg_terminate_backend($1)", pid).Scan(&ok))
+	require.True(t, ok)
+	_, err = tx.Exec(ctx, "SELECT 1")
+	require.Error(t, err, "its server is gone")
+	require.Eventually(t, func() bool { return events("destroyed") == destroyed+1 }, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, closed+1, events("closed"), "destroyed is part of closed")
+
+	next := connect(t, d.DSN("app", "app-secret", "appdb"))
+	var other int
+	require.NoError(t, next.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&other))
+	require.NotEqual(t, pid, other)
+}
