@@ -54,8 +54,8 @@ func (s *Session) adoptCore(ctx context.Context) bool {
 
 // coreMayAdopt reports whether the core runs everything this session may
 // do: a core whose loop runs, plaintext, transaction mode, plaintext
-// servers. What may
-// change (buffered input, a migration) adoptCore asks at the idle point.
+// servers. What may change (buffered input, a migration) adoptCore asks
+// at the idle point.
 func (s *Session) coreMayAdopt() bool {
 	c := s.env.Core
 	if c == nil || c.ended.Load() || s.tls != nil || s.Admin || !s.transactionMode() {
