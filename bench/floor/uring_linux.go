@@ -240,6 +240,7 @@ func (l *uringLoop) complete(c cqe) {
 type ring struct {
 	fd                 int
 	sqRing, cqRing     []byte
+	sqesMem            []byte
 	sqes               []sqe
 	sqHead, sqTail     *uint32
 	sqMask             uint32
@@ -322,12 +323,12 @@ func newRing(entries uint32, flags uint32) (*ring, error) {
 			return nil, fmt.Errorf("mmap cq ring: %w", err)
 		}
 	}
-	sqesMem, err := unix.Mmap(r.fd, ioringOffSQEs, int(p.sqEntries)*int(unsafe.Sizeof(sqe{})), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	r.sqesMem, err = unix.Mmap(r.fd, ioringOffSQEs, int(p.sqEntries)*int(unsafe.Sizeof(sqe{})), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		r.close()
 		return nil, fmt.Errorf("mmap sqes: %w", err)
 	}
-	r.sqes = unsafe.Slice((*sqe)(unsafe.Pointer(&sqesMem[0])), p.sqEntries)
+	r.sqes = unsafe.Slice((*sqe)(unsafe.Pointer(&r.sqesMem[0])), p.sqEntries)
 	r.sqHead = (*uint32)(unsafe.Pointer(&r.sqRing[p.sqOff.head]))
 	r.sqTail = (*uint32)(unsafe.Pointer(&r.sqRing[p.sqOff.tail]))
 	r.sqMask = *(*uint32)(unsafe.Pointer(&r.sqRing[p.sqOff.ringMask]))
@@ -341,6 +342,9 @@ func newRing(entries uint32, flags uint32) (*ring, error) {
 }
 
 func (r *ring) close() {
+	if r.sqesMem != nil {
+		_ = unix.Munmap(r.sqesMem)
+	}
 	if r.sqRing != nil {
 		_ = unix.Munmap(r.sqRing)
 	}
