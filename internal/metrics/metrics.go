@@ -41,6 +41,7 @@ type Metrics struct {
 	clientErrors  *prometheus.CounterVec
 	clientWrites  *prometheus.CounterVec
 	cancels       *prometheus.CounterVec
+	acquireFails  *prometheus.CounterVec
 	coreHandBacks *prometheus.CounterVec
 	coreFailures  *prometheus.CounterVec
 	paramSync     *prometheus.CounterVec
@@ -121,6 +122,13 @@ func New(d *daemon.Daemon) *Metrics {
 	for _, r := range []string{"forwarded", "answered", "failed", "nothing", "unknown"} {
 		m.cancels.WithLabelValues(r)
 	}
+	m.acquireFails = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pg_doorman_transaction_acquire_failures_total",
+		Help: "Logged-in clients ended because their transaction got no server connection, by reason: wait_timeout (query_wait_timeout), db_limit (max_db_connections), fallback (the Patroni fallback found no server), pool_closed (the pool was removed or is shutting down), server_error (PostgreSQL refused the login), server_tls, no_scram_key (SCRAM passthrough without the client's keys), shutdown, connect (no connection could be made).",
+	}, []string{"reason"})
+	for _, r := range session.AcquireFailureReasons {
+		m.acquireFails.WithLabelValues(r)
+	}
 	m.coreHandBacks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pg_doorman_transaction_core_handbacks_total",
 		Help: "Clients the transaction core (general.transaction_loop) handed back to a goroutine, by reason: split_message (a message not whole in one read), message (not a request at a transaction's start, or invalid), canceled (a cancelled wait), migrate (binary upgrade), tls_server (a server with TLS), no_wait (query_wait_timeout 0).",
@@ -162,7 +170,7 @@ func New(d *daemon.Daemon) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.logins, m.loginFailures, m.serverLost, m.rejected, m.acceptErrors, m.clientErrors, m.clientWrites, m.cancels, m.coreHandBacks, m.coreFailures, m.paramSync,
+		m.logins, m.loginFailures, m.serverLost, m.rejected, m.acceptErrors, m.clientErrors, m.clientWrites, m.cancels, m.acquireFails, m.coreHandBacks, m.coreFailures, m.paramSync,
 		m.tlsHandshakes, m.tlsFailures, m.scramAuth, m.memReturns, m.memReturned,
 		&daemonCollector{m: m},
 		newPoolCollector(d),
@@ -216,6 +224,10 @@ func (m *Metrics) ClientWriteFailed(server string) { m.clientWrites.WithLabelVal
 // CancelRequest counts a cancel request by its result
 // (session.CancelMetrics).
 func (m *Metrics) CancelRequest(result string) { m.cancels.WithLabelValues(result).Inc() }
+
+// AcquireFailed counts a logged-in client ended for want of a server
+// connection (session.AcquireMetrics).
+func (m *Metrics) AcquireFailed(reason string) { m.acquireFails.WithLabelValues(reason).Inc() }
 
 // CoreHandBack counts a client the transaction core handed back to a
 // goroutine (session.CoreMetrics).

@@ -70,3 +70,39 @@ func serverFailure(err error) *ClientError {
 	}
 	return ce("08006", "could not connect to server")
 }
+
+// AcquireFailureReasons are the reasons acquireFailure gives.
+var AcquireFailureReasons = []string{"wait_timeout", "db_limit", "fallback", "pool_closed", "server_error", "server_tls", "no_scram_key", "shutdown", "connect"}
+
+// acquireFailure is the reason label of a failure to get a server
+// connection, in the classes serverFailure tells the client.
+func acquireFailure(err error) string {
+	var se *backend.ServerError
+	var te *backend.TLSError
+	switch {
+	case errors.Is(err, pooler.ErrWaitTimeout):
+		return "wait_timeout"
+	case errors.Is(err, coordinator.ErrExhausted):
+		return "db_limit"
+	case isFallbackFailure(err):
+		return "fallback"
+	case errors.Is(err, pool.ErrClosed):
+		return "pool_closed"
+	case errors.As(err, &se):
+		return "server_error"
+	case errors.As(err, &te):
+		return "server_tls"
+	case errors.Is(err, backend.ErrNoSCRAMKey):
+		return "no_scram_key"
+	case errors.Is(err, context.Canceled):
+		return "shutdown"
+	}
+	return "connect"
+}
+
+// AcquireMetrics is implemented by Env.Metrics hooks that count logged-in
+// clients ended because their transaction got no server connection, by
+// reason (AcquireFailureReasons).
+type AcquireMetrics interface {
+	AcquireFailed(reason string)
+}

@@ -2,10 +2,12 @@ package session_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 )
 
@@ -40,4 +42,31 @@ func TestBrokenServerCountedDestroyed(t *testing.T) {
 	var other int
 	require.NoError(t, next.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&other))
 	require.NotEqual(t, pid, other)
+}
+
+// TestPoolRemovedMidSession: a logged-in client whose pool a reload
+// removed is told, at its next transaction, that the pool is closed
+// (08P01), and the end is counted in
+// transaction_acquire_failures_total{reason="pool_closed"}.
+func TestPoolRemovedMidSession(t *testing.T) {
+	d := start(t, "", "transaction", 2)
+	ctx := context.Background()
+	before := counterValue(t, d, "pg_doorman_transaction_acquire_failures_total", "reason", "pool_closed")
+	c := connect(t, d.DSN("app", "app-secret", "appdb"))
+	var n int
+	require.NoError(t, c.QueryRow(ctx, "SELECT 1").Scan(&n))
+	cfg := poolConfig(t, "", "transaction", 2)
+	i := strings.Index(cfg, "      - username: app\n")
+	j := strings.Index(cfg, "      - username: app_md5\n")
+	require.True(t, i > 0 && j > i)
+	d.WriteConfig(t, cfg[:i]+cfg[j:]) // the user app is gone, and its pool with it
+	require.NoError(t, d.Daemon.Reload())
+	_, ok := d.Daemon.Pools.Lookup("appdb", "app")
+	require.False(t, ok)
+	err := c.QueryRow(ctx, "SELECT 1").Scan(&n)
+	var pe *pgconn.PgError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "08P01", pe.Code)
+	require.Contains(t, pe.Message, "pool is closed")
+	require.Equal(t, before+1, counterValue(t, d, "pg_doorman_transaction_acquire_failures_total", "reason", "pool_closed"))
 }

@@ -535,8 +535,13 @@ func (s *Session) serverWriteFailed(srv *pooler.Conn, err error) error {
 	return fmt.Errorf("write to server: %w", err)
 }
 
+// acquireFailed ends a logged-in client whose transaction got no server
+// connection: it is told why, and it is counted by reason.
 func (s *Session) acquireFailed(err error) error {
 	s.logger().Warn("no server connection for client", zap.Error(err))
+	if m, ok := s.env.Metrics.(AcquireMetrics); ok {
+		m.AcquireFailed(acquireFailure(err))
+	}
 	return s.refuse(serverFailure(err))
 }
 
