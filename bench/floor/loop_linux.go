@@ -101,14 +101,24 @@ func newLoop() (*loop, error) {
 	return l, nil
 }
 
-// add takes the descriptors of client and server over (dups of them; the
-// net.Conns are closed, so Go's netpoller no longer watches them) and adds
-// both to the set.
-func (l *loop) add(client, server *net.TCPConn) {
+// takePair takes the descriptors of client and server over (dups of them;
+// the net.Conns are closed, so Go's netpoller no longer watches them), for
+// a loop's add; false, with both closed, when either could not be taken.
+func takePair(client, server *net.TCPConn) (cfd, sfd int, ok bool) {
 	cfd, cerr := rawio.TakeFD(client)
 	sfd, serr := rawio.TakeFD(server)
 	if cerr != nil || serr != nil {
 		rawio.CloseFDs(cfd, sfd)
+		return -1, -1, false
+	}
+	return cfd, sfd, true
+}
+
+// add takes the descriptors of client and server over (takePair) and adds
+// both to the set.
+func (l *loop) add(client, server *net.TCPConn) {
+	cfd, sfd, ok := takePair(client, server)
+	if !ok {
 		return
 	}
 	p := &pair{fd: [2]int{cfd, sfd}}

@@ -86,10 +86,8 @@ const loopBufSize = 32 << 10
 
 // add hands a logged-in-to-be client and its login server to the loop.
 func (p *txPool) add(client, server *net.TCPConn) {
-	cfd, cerr := rawio.TakeFD(client)
-	sfd, serr := rawio.TakeFD(server)
-	if cerr != nil || serr != nil {
-		rawio.CloseFDs(cfd, sfd)
+	cfd, sfd, ok := takePair(client, server)
+	if !ok {
 		return
 	}
 	p.mu.Lock()

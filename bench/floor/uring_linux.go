@@ -91,10 +91,8 @@ func newUring() (*uring, error) {
 }
 
 func (u *uring) add(client, server *net.TCPConn) {
-	cfd, cerr := rawio.TakeFD(client)
-	sfd, serr := rawio.TakeFD(server)
-	if cerr != nil || serr != nil {
-		rawio.CloseFDs(cfd, sfd)
+	cfd, sfd, ok := takePair(client, server)
+	if !ok {
 		return
 	}
 	u.mu.Lock()

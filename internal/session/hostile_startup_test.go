@@ -669,26 +669,21 @@ func TestHostileLoginTimeout(t *testing.T) {
 		got, _ := ended(c)
 		require.Equal(t, "EOF", got)
 	})
-	t.Run("stalled in the SCRAM exchange", func(t *testing.T) {
-		c := hsDial(t, d.Port)
-		c.send(hsStartup(hsV30, "user", "app", "database", "appdb").b)
-		got, _ := c.message()
-		require.Equal(t, "R 10", got[:4], "SASL offered: %s", got)
-		got, _ = ended(c)
-		require.Contains(t, got, "E FATAL 08P01 client_login_timeout")
-		got, _ = c.message()
-		require.Equal(t, "EOF", got)
-	})
-	t.Run("stalled in the admin console's SCRAM exchange", func(t *testing.T) {
-		c := hsDial(t, d.Port)
-		c.send(hsStartup(hsV30, "user", "admin", "database", "pgdoorman").b)
-		got, _ := c.message()
-		require.Equal(t, "R 10", got[:4], "SASL offered: %s", got)
-		got, _ = ended(c)
-		require.Contains(t, got, "E FATAL 08P01 client_login_timeout")
-		got, _ = c.message()
-		require.Equal(t, "EOF", got)
-	})
+	for _, tt := range []struct{ name, user, db string }{
+		{"stalled in the SCRAM exchange", "app", "appdb"},
+		{"stalled in the admin console's SCRAM exchange", "admin", "pgdoorman"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := hsDial(t, d.Port)
+			c.send(hsStartup(hsV30, "user", tt.user, "database", tt.db).b)
+			got, _ := c.message()
+			require.Equal(t, "R 10", got[:4], "SASL offered: %s", got)
+			got, _ = ended(c)
+			require.Contains(t, got, "E FATAL 08P01 client_login_timeout")
+			got, _ = c.message()
+			require.Equal(t, "EOF", got)
+		})
+	}
 	require.Equal(t, start+4, hsLoginFailures(t, d, "timeout"))
 
 	// Logged in within the limit, then idle past it: still served.
