@@ -55,7 +55,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Held:              cv("held_connections_total", "New connections held by hold_timeout while the port could not route them, by result (routed, refused: the timeout passed).", "cluster", "port", "result"),
 		Holding:           gv("holding_connections", "New connections held now, waiting for a topology that routes them.", "cluster", "port"),
 		ConnectErrors:     cv("backend_connect_errors_total", "Failed connects to a backend (the next backend is tried).", "cluster", "port", "backend"),
-		AcceptErrors:      cv("accept_errors_total", "Failed accepts of client connections (EMFILE and the like: the connection waits in the listen queue; the port retries after 50 ms).", "cluster", "port"),
+		AcceptErrors:      cv("accept_errors_total", "Failed accepts of client connections (EMFILE and the like: the connection waits in the listen queue; the port retries after 5 ms, doubling up to 1 s).", "cluster", "port"),
 		RelayErrors:       cv("relay_errors_total", "Connections closed because no event loop could take them over (a failed dup or epoll_ctl) or because their event loop failed.", "cluster", "port"),
 		Cut:               cv("cut_connections_total", "Connections closed by the proxy because their backend stopped qualifying, by reason.", "cluster", "port", "reason"),
 		PortOpen:          gv("port_open", "1 while the port accepts new connections, 0 while it refuses them.", "cluster", "port"),

@@ -19,6 +19,9 @@ import (
 type ClientError struct {
 	Code, Message string
 	Err           error
+	// Reason is serverFailure's class of the failure (one of
+	// AcquireFailureReasons), for the metrics; empty elsewhere.
+	Reason string
 }
 
 func (e *ClientError) Error() string {
@@ -47,58 +50,34 @@ func (s *Session) refusef(code, format string, args ...any) error {
 // the way, without the internal detail the log has. The one place where
 // such failures are classified.
 func serverFailure(err error) *ClientError {
-	ce := func(code, msg string) *ClientError { return &ClientError{Code: code, Message: msg, Err: err} }
+	ce := func(reason, code, msg string) *ClientError {
+		return &ClientError{Code: code, Message: msg, Err: err, Reason: reason}
+	}
 	var se *backend.ServerError
 	var te *backend.TLSError
 	switch {
 	case errors.Is(err, pooler.ErrWaitTimeout):
-		return ce("08P01", "query_wait_timeout")
+		return ce("wait_timeout", "08P01", "query_wait_timeout")
 	case errors.Is(err, coordinator.ErrExhausted):
-		return ce("53300", err.Error())
+		return ce("db_limit", "53300", err.Error())
 	case isFallbackFailure(err):
-		return ce("08006", fallback.ClientMessage)
+		return ce("fallback", "08006", fallback.ClientMessage)
 	case errors.Is(err, pool.ErrClosed):
-		return ce("08P01", "pool is closed: database or user removed, or pg_doorman is shutting down")
+		return ce("pool_closed", "08P01", "pool is closed: database or user removed, or pg_doorman is shutting down")
 	case errors.As(err, &se):
-		return ce(se.Code, se.Message)
+		return ce("server_error", se.Code, se.Message)
 	case errors.As(err, &te):
-		return ce("08006", fmt.Sprintf("could not connect to server: TLS to the server failed (server_tls_mode %s: %s)", te.Mode, te.Reason))
+		return ce("server_tls", "08006", fmt.Sprintf("could not connect to server: TLS to the server failed (server_tls_mode %s: %s)", te.Mode, te.Reason))
 	case errors.Is(err, backend.ErrNoSCRAMKey):
-		return ce("08P01", "SCRAM passthrough needs a client to log in with SCRAM first (set server_password or use scram-sha-256 auth)")
+		return ce("no_scram_key", "08P01", "SCRAM passthrough needs a client to log in with SCRAM first (set server_password or use scram-sha-256 auth)")
 	case errors.Is(err, context.Canceled):
-		return ce("58006", "pooler is shut down now")
+		return ce("shutdown", "58006", "pooler is shut down now")
 	}
-	return ce("08006", "could not connect to server")
+	return ce("connect", "08006", "could not connect to server")
 }
 
-// AcquireFailureReasons are the reasons acquireFailure gives.
+// AcquireFailureReasons are the reasons serverFailure gives.
 var AcquireFailureReasons = []string{"wait_timeout", "db_limit", "fallback", "pool_closed", "server_error", "server_tls", "no_scram_key", "shutdown", "connect"}
-
-// acquireFailure is the reason label of a failure to get a server
-// connection, in the classes serverFailure tells the client.
-func acquireFailure(err error) string {
-	var se *backend.ServerError
-	var te *backend.TLSError
-	switch {
-	case errors.Is(err, pooler.ErrWaitTimeout):
-		return "wait_timeout"
-	case errors.Is(err, coordinator.ErrExhausted):
-		return "db_limit"
-	case isFallbackFailure(err):
-		return "fallback"
-	case errors.Is(err, pool.ErrClosed):
-		return "pool_closed"
-	case errors.As(err, &se):
-		return "server_error"
-	case errors.As(err, &te):
-		return "server_tls"
-	case errors.Is(err, backend.ErrNoSCRAMKey):
-		return "no_scram_key"
-	case errors.Is(err, context.Canceled):
-		return "shutdown"
-	}
-	return "connect"
-}
 
 // AcquireMetrics is implemented by Env.Metrics hooks that count logged-in
 // clients ended because their transaction got no server connection, by

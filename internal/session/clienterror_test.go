@@ -17,10 +17,10 @@ import (
 	"github.com/doorman-go/doorman/internal/protocol"
 )
 
-// TestAcquireFailure: every class of failure to get a server connection
-// has its reason, in the order serverFailure tells the client, and every
-// reason is one the metric is made with.
-func TestAcquireFailure(t *testing.T) {
+// TestServerFailureReason: every class of failure to get a server
+// connection has its reason, and every reason is one the metric is made
+// with.
+func TestServerFailureReason(t *testing.T) {
 	tests := []struct {
 		err  error
 		want string
@@ -37,7 +37,7 @@ func TestAcquireFailure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			require.Equal(t, tt.want, acquireFailure(tt.err))
+			require.Equal(t, tt.want, serverFailure(tt.err).Reason)
 			require.True(t, slices.Contains(AcquireFailureReasons, tt.want))
 		})
 	}

@@ -104,7 +104,7 @@ type coreAdd struct {
 func (c *Core) add(cl *coreClient) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.noAdds { // set before stopped
+	if c.ended.Load() { // set before stopped
 		return false
 	}
 	err := c.set.Ctl(unix.EPOLL_CTL_ADD, cl.end.fd, coreClientEvents|coreEdge)

@@ -58,13 +58,13 @@ func (c *Core) run() {
 	c.ended.Store(true)
 	c.mu.Lock()
 	adds := c.adds
-	c.adds, c.noAdds = nil, true
+	c.adds = nil
 	c.mu.Unlock()
 	for _, a := range adds {
 		c.clients[a.cl] = struct{}{}
 	}
 	for cl := range c.clients {
-		if failed != nil && !cl.gone {
+		if failed != nil {
 			_ = c.flush(&cl.end)
 			_, _ = cl.ps.Write(protocol.AppendError(nil, "FATAL", "58000", coreFailedMessage))
 		}
@@ -117,9 +117,10 @@ type Core struct {
 	spare   []coreAdd // the loop's: adds' last backing array, for reuse
 	closing bool
 	stopped bool // the loop has ended: posts are dropped at once
-	noAdds  bool // the loop has ended: add refuses
-	// ended: the loop has ended (coreMayAdopt asks it without mu, so that
-	// after a failure of the loop sessions stay in their goroutines).
+	// ended: the loop has ended. Set before the loop takes the last adds
+	// under mu, so that add, which asks it under mu, refuses from then on;
+	// coreMayAdopt asks it without mu, so that after a failure of the loop
+	// sessions stay in their goroutines.
 	ended atomic.Bool
 
 	done chan struct{}

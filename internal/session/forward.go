@@ -539,10 +539,11 @@ func (s *Session) serverWriteFailed(srv *pooler.Conn, err error) error {
 // connection: it is told why, and it is counted by reason.
 func (s *Session) acquireFailed(err error) error {
 	s.logger().Warn("no server connection for client", zap.Error(err))
+	ce := serverFailure(err)
 	if m, ok := s.env.Metrics.(AcquireMetrics); ok {
-		m.AcquireFailed(acquireFailure(err))
+		m.AcquireFailed(ce.Reason)
 	}
-	return s.refuse(serverFailure(err))
+	return s.refuse(ce)
 }
 
 func isCheckQuery(body []byte, check string) bool {
