@@ -110,7 +110,12 @@ func start(f flags, args []string) int {
 	if f.logLevel != "" {
 		level = f.logLevel
 	}
-	log, atom, err := logging.New(logging.Options{Level: level, Format: f.logFormat, NoColor: f.noColor, Syslog: cfg.General.SyslogProgName})
+	var syslogCounts *logging.SyslogCounts // lines syslog did not take, for /metrics
+	if cfg.General.SyslogProgName != "" {
+		syslogCounts = new(logging.SyslogCounts)
+	}
+	log, atom, err := logging.New(logging.Options{Level: level, Format: f.logFormat, NoColor: f.noColor,
+		Syslog: cfg.General.SyslogProgName, SyslogCounts: syslogCounts})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pg_doorman:", err)
 		return 1
@@ -139,7 +144,7 @@ func start(f flags, args []string) int {
 		// after we are gone would signal a stranger.
 		defer removePIDFile(cfg.General.DaemonPIDFile, os.Getpid(), log)
 	}
-	if err := serve(cfg, log, atom, inherited, upgradeSpec{path: path, daemon: f.daemonize, log: log}); err != nil {
+	if err := serve(cfg, log, atom, syslogCounts, inherited, upgradeSpec{path: path, daemon: f.daemonize, log: log}); err != nil {
 		log.Error("pg_doorman failed", zap.Error(err))
 		return 1
 	}
@@ -184,10 +189,16 @@ func sigintUpgrades(daemonized bool) bool {
 	return err != nil
 }
 
-func serve(cfg *config.Config, log *zap.Logger, atom zap.AtomicLevel, inherited *upgrade.Inherited, up upgradeSpec) error {
+// serve runs pg_doorman; syslogCounts are the syslog logger's (nil: it
+// logs to stderr).
+func serve(cfg *config.Config, log *zap.Logger, atom zap.AtomicLevel, syslogCounts *logging.SyslogCounts,
+	inherited *upgrade.Inherited, up upgradeSpec) error {
 	a, err := app.Build(cfg, log, atom)
 	if err != nil {
 		return err
+	}
+	if syslogCounts != nil {
+		a.Metrics.RegisterSyslog(syslogCounts)
 	}
 	if inherited != nil {
 		a.Inherit(inherited)

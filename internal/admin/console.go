@@ -33,17 +33,19 @@ type Console struct {
 	pauseTimeout time.Duration
 	readSockets  func() (procnet.Counts, error) // SHOW SOCKETS; tests replace it
 	stats        statsSampler
+	metrics      Metrics // nil: failures are not counted
 }
 
-// New returns a console for d. d.Level must be a working zap.AtomicLevel;
-// its level at this moment is what SET log_level = 'default' restores.
-func New(d *daemon.Daemon) *Console {
+// New returns a console for d that counts its failures in m (nil: not
+// counted). d.Level must be a working zap.AtomicLevel; its level at this
+// moment is what SET log_level = 'default' restores.
+func New(d *daemon.Daemon, m Metrics) *Console {
 	log := d.Log
 	if log == nil {
 		log = zap.NewNop()
 	}
 	return &Console{
-		d: d, log: log, initialLevel: d.Level.Level(),
+		d: d, log: log, initialLevel: d.Level.Level(), metrics: m,
 		created: time.Now(), now: time.Now, pauseTimeout: defaultPauseTimeout,
 		readSockets: func() (procnet.Counts, error) { return procnet.Read("/proc") },
 	}
@@ -81,6 +83,7 @@ func (c *Console) serve(ctx context.Context, rd frameReader, write func([]byte) 
 				return nil
 			}
 			if msg := readErrorResponse(err); msg != nil {
+				c.failed(FailProtocol)
 				_ = write(msg)
 			}
 			return fmt.Errorf("read admin message: %w", err)
@@ -98,6 +101,7 @@ func (c *Console) serve(ctx context.Context, rd frameReader, write func([]byte) 
 		case typ == protocol.MsgQuery:
 			var q protocol.Query
 			if err := q.Decode(f.Body()); err != nil {
+				c.failed(FailProtocol)
 				_ = write(protocol.AppendError(nil, "FATAL", "08P01", "invalid Query message"))
 				return fmt.Errorf("decode admin query: %w", err)
 			}
@@ -105,8 +109,10 @@ func (c *Console) serve(ctx context.Context, rd frameReader, write func([]byte) 
 			out = protocol.ReadyForQuery{TxStatus: protocol.TxIdle}.Encode(out)
 		case isExtended(typ):
 			skipping = true
+			c.failed(FailExtendedProtocol)
 			out = appendError(out, "0A000", "extended query protocol not supported by the admin console")
 		default:
+			c.failed(FailProtocol)
 			_ = write(protocol.AppendError(nil, "FATAL", "08P01", fmt.Sprintf("unsupported message type %q for the admin console", typ)))
 			return fmt.Errorf("unsupported admin message type %q", typ)
 		}
@@ -143,15 +149,10 @@ func isExtended(typ byte) bool {
 	return false
 }
 
-// consoleError is a failed command: an ERROR with a SQLSTATE.
-type consoleError struct {
-	code, msg string
-}
-
-func (e *consoleError) Error() string { return e.msg }
-
-func errorf(code, format string, args ...any) error {
-	return &consoleError{code: code, msg: fmt.Sprintf(format, args...)}
+// errorf is a failed command counted by reason (one of FailureReasons),
+// answered with code.
+func errorf(reason, code, format string, args ...any) error {
+	return &consoleError{reason: reason, code: code, msg: fmt.Sprintf(format, args...)}
 }
 
 // execQuery runs a whole Query and appends the replies (without
@@ -162,6 +163,7 @@ func errorf(code, format string, args ...any) error {
 func (c *Console) execQuery(ctx context.Context, dst []byte, q string) (out []byte, after func()) {
 	cmds, err := parseQuery(q)
 	if err != nil {
+		c.failed(FailSyntax)
 		return appendError(dst, "42601", err.Error()), nil
 	}
 	if len(cmds) == 0 {
@@ -175,6 +177,7 @@ func (c *Console) execQuery(ctx context.Context, dst []byte, q string) (out []by
 			if errors.As(err, &ce) {
 				code = ce.code
 			}
+			c.failed(failureReason(err))
 			return appendError(dst, code, err.Error()), after
 		}
 	}
@@ -203,7 +206,7 @@ func (c *Console) exec(ctx context.Context, dst []byte, cmd command, after *func
 		// Run by whoever serves Upgrades (cmd/pg_doorman's signal loop,
 		// as for SIGUSR2): the new process needs the command line.
 		if err := c.d.RequestUpgrade(); err != nil {
-			return nil, errorf("55000", "%s", err.Error())
+			return nil, errorf(FailUpgrade, "55000", "%s", err.Error())
 		}
 		c.log.Info("UPGRADE command issued")
 		return appendTag(dst, "UPGRADE"), nil
@@ -235,9 +238,9 @@ func (c *Console) show(dst []byte, subject string) ([]byte, error) {
 		counts, err := c.readSockets()
 		switch {
 		case errors.Is(err, procnet.ErrUnsupported):
-			return dst, errorf("0A000", "SHOW SOCKETS is only available on Linux")
+			return dst, errorf(FailUnsupported, "0A000", "SHOW SOCKETS is only available on Linux")
 		case err != nil:
-			return dst, errorf("58030", "SHOW SOCKETS: %v", err)
+			return dst, errorf(FailOther, "58030", "SHOW SOCKETS: %v", err)
 		}
 		rs = showSocketStates(counts)
 	case "DATABASES":

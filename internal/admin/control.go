@@ -21,7 +21,7 @@ func (c *Console) matchPools(db, verb string) ([]*pooler.Pool, error) {
 		return all, nil
 	}
 	if session.AdminDatabases[db] {
-		return nil, errorf("55000", "cannot %s admin db: %s", strings.ToLower(verb), db)
+		return nil, errorf(FailNotAllowed, "55000", "cannot %s admin db: %s", strings.ToLower(verb), db)
 	}
 	var out []*pooler.Pool
 	for _, p := range all {
@@ -30,7 +30,7 @@ func (c *Console) matchPools(db, verb string) ([]*pooler.Pool, error) {
 		}
 	}
 	if len(out) == 0 && !c.d.Pools.HasDatabase(db) {
-		return nil, errorf("3D000", "no such database: %s", db)
+		return nil, errorf(FailNoDatabase, "3D000", "no such database: %s", db)
 	}
 	return out, nil
 }
@@ -108,7 +108,7 @@ func (c *Console) reconnect(dst []byte, db string) ([]byte, error) {
 func (c *Console) reload(dst []byte) ([]byte, error) {
 	c.logCommand(verbReload, "")
 	if err := c.d.Reload(); err != nil {
-		return dst, errorf("F0000", "RELOAD failed, keeping the running configuration: %v", err)
+		return dst, errorf(FailReload, "F0000", "RELOAD failed, keeping the running configuration: %v", err)
 	}
 	return appendTag(dst, "RELOAD"), nil
 }
@@ -126,13 +126,13 @@ func (c *Console) set(dst []byte, key, value string) ([]byte, error) {
 	case ignoredParams[key]:
 		return appendTag(appendNotice(dst, "SET ignored", ""), "SET"), nil
 	case c.isSetting(key):
-		return dst, errorf("55P02", "SET failed: %s cannot be changed from the console; edit the config file and RELOAD", key)
+		return dst, errorf(FailNotAllowed, "55P02", "SET failed: %s cannot be changed from the console; edit the config file and RELOAD", key)
 	default:
-		return dst, errorf("42704", "SET failed: unknown parameter %q", key)
+		return dst, errorf(FailUnknownParameter, "42704", "SET failed: unknown parameter %q", key)
 	}
 	ch, err := c.parseLevel(value)
 	if err != nil {
-		return dst, errorf("22023", "%v", err)
+		return dst, errorf(FailInvalidValue, "22023", "%v", err)
 	}
 	for _, n := range ch.Notices {
 		dst = appendNotice(dst, n, "")

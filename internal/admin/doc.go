@@ -27,6 +27,10 @@
 // metrics exporter) when that offers ConnectionCounts. PAUSE waits at most 30 s for connections in use, then answers
 // with a NOTICE while the pools stay paused.
 //
+// Every command the console refuses or that fails is counted through
+// Metrics (New's second argument: the exporter), by one of a fixed set of
+// reasons (failures.go), never by text the client sent.
+//
 // Console is safe for concurrent use by many admin sessions. It keeps one
 // piece of state: the stats sample that SHOW STATS averages are computed
 // against (see stats.go). Serve owns its session's buffers.

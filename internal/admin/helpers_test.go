@@ -68,7 +68,7 @@ func newTestConsole(t *testing.T, cfgText string) (*Console, string) {
 	d, err := daemon.New(cfg, zap.NewNop(), zap.NewAtomicLevelAt(zapcore.InfoLevel), daemon.Parts{})
 	require.NoError(t, err)
 	t.Cleanup(d.Pools.Close)
-	return New(d), path
+	return New(d, nil), path
 }
 
 // result is one command's answer as a client sees it.

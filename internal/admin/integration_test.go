@@ -59,7 +59,7 @@ pool_size = 2
 	edit(cfg)
 
 	d, err = daemon.New(cfg, zap.NewNop(), zap.NewAtomicLevelAt(zapcore.InfoLevel), daemon.Parts{
-		Admin:   func(d *daemon.Daemon) daemon.Admin { return New(d) },
+		Admin:   func(d *daemon.Daemon) daemon.Admin { return New(d, d.Metrics().(*metrics.Metrics)) },
 		Metrics: func(d *daemon.Daemon) daemon.Metrics { return metrics.New(d) },
 	})
 	require.NoError(t, err)

@@ -52,7 +52,8 @@ func Build(cfg *config.Config, log *zap.Logger, level zap.AtomicLevel) (*App, er
 	var m *metrics.Metrics
 	d, err := daemon.New(cfg, log, level, daemon.Parts{
 		Metrics: func(d *daemon.Daemon) daemon.Metrics { m = metrics.New(d); return m },
-		Admin:   func(d *daemon.Daemon) daemon.Admin { return admin.New(d) },
+		// Built after Metrics (daemon.Parts): m is set.
+		Admin: func(d *daemon.Daemon) daemon.Admin { return admin.New(d, m) },
 	})
 	if err != nil {
 		return nil, err

@@ -50,7 +50,8 @@ func NewExecutor(query string, workers int, dial Dial, stats *Stats) *Executor {
 }
 
 // Warm opens every connection it can now (at start, so that the first
-// logins do not pay the connect); failures are left to the lookups.
+// logins do not pay the connect); failures are counted (WarmErrors) and
+// left to the lookups.
 func (e *Executor) Warm(ctx context.Context) error {
 	var errs []error
 	for range cap(e.slots) {
@@ -63,6 +64,9 @@ func (e *Executor) Warm(ctx context.Context) error {
 		if c == nil {
 			var err error
 			if c, err = e.dial(ctx); err != nil {
+				if ctx.Err() == nil { // not a failure: we are stopping
+					e.stats.WarmErrors.Add(1)
+				}
 				errs = append(errs, err)
 				c = nil
 			}

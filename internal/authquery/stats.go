@@ -13,6 +13,7 @@ type Stats struct {
 	AuthFailure     atomic.Uint64 // logins that failed (wrong password, unknown user, lookup error)
 	ExecutorQueries atomic.Uint64 // lookup queries run
 	ExecutorErrors  atomic.Uint64 // lookups that failed (connect, query error, bad result, no connection free in time)
+	WarmErrors      atomic.Uint64 // connects that failed while Warm opened the executor connections
 	StaleServed     atomic.Uint64 // expired entries used because the lookup failed
 	Evictions       atomic.Uint64 // entries dropped to stay within MaxEntries
 }

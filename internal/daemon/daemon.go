@@ -97,7 +97,8 @@ type Metrics interface {
 
 // Parts build the admin console and the metrics exporter for a daemon: both
 // read its state, so New calls them with the daemon once its own parts
-// exist (instead of hooks filled in afterwards). Either may be nil.
+// exist (instead of hooks filled in afterwards), Metrics before Admin, so
+// that the console can be given the exporter. Either may be nil.
 type Parts struct {
 	Admin   func(*Daemon) Admin
 	Metrics func(*Daemon) Metrics
@@ -306,7 +307,8 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	return nil
 }
 
-// acceptLoop admits what accept returns until the listener is closed.
+// acceptLoop admits what accept returns until the listener is closed, or
+// until shutdown or ctx ends while it backs off after a failed accept.
 func (d *Daemon) acceptLoop(ctx context.Context, accept func() (net.Conn, error)) {
 	var delay time.Duration
 	for {
@@ -316,16 +318,40 @@ func (d *Daemon) acceptLoop(ctx context.Context, accept func() (net.Conn, error)
 				return
 			}
 			// EMFILE and friends: back off instead of spinning.
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			delay = acceptBackoff(delay)
 			if d.metrics != nil {
 				d.metrics.AcceptFailed(acceptFailure(err))
 			}
 			d.Log.Warn("accept failed", zap.Error(err), zap.Duration("retry_in", delay))
-			time.Sleep(delay)
+			if !d.backOff(ctx, delay) {
+				return
+			}
 			continue
 		}
 		delay = 0
 		d.admit(ctx, nc)
+	}
+}
+
+// acceptBackoff is the wait after a failed accept that followed a wait of
+// delay (0 after a success): 5 ms, doubling up to a second.
+func acceptBackoff(delay time.Duration) time.Duration {
+	return min(max(2*delay, 5*time.Millisecond), time.Second)
+}
+
+// backOff waits delay and reports true, or false as soon as a shutdown or
+// an upgrade starts (both close the listeners) or ctx ends: neither
+// waits for the back-off.
+func (d *Daemon) backOff(ctx context.Context, delay time.Duration) bool {
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-d.shutdown:
+		return false
+	case <-ctx.Done():
+		return false
 	}
 }
 

@@ -24,5 +24,10 @@
 // as soon as it is between transactions, and after shutdown_timeout closes
 // the rest with 58006 "pooler is shut down now".
 //
+// A failed accept (EMFILE) is retried after a back-off of 5 ms doubling
+// up to 1 s; Shutdown, Upgrade or the end of Serve's context ends that
+// wait at once. The clients an upgrade still has at shutdown_timeout, and
+// closes, are counted (UpgradeStats.ForceClosed).
+//
 // A Daemon is safe for concurrent use; its config is swapped atomically.
 package daemon

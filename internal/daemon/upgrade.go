@@ -21,10 +21,13 @@ import (
 // line the caller knows).
 type Spawn func(ctx context.Context, listeners []upgrade.Listener) (*upgrade.Child, error)
 
-// UpgradeStats count what binary upgrades did with clients.
+// UpgradeStats count what binary upgrades did with clients. ForceClosed
+// are the clients still here at shutdown_timeout (in a transaction, or
+// not yet moved), closed with 58006.
 type UpgradeStats struct {
 	Started, Aborted                 atomic.Uint64
 	Migrated, MigrateFailed, Drained atomic.Uint64
+	ForceClosed                      atomic.Uint64
 	Received, ReceiveFailed          atomic.Uint64
 }
 
@@ -156,6 +159,7 @@ func (d *Daemon) handOver(child *upgrade.Child) {
 	}
 	if n := d.Clients.Len(); n > 0 {
 		d.Log.Warn("shutdown_timeout reached, closing clients still in a transaction", zap.Int("clients", n))
+		d.UpgradeStats.ForceClosed.Add(uint64(n))
 		d.Clients.CloseAll("58006", "pooler is shut down now")
 	} else {
 		d.Log.Info("All clients disconnected, shutting down")

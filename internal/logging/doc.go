@@ -17,6 +17,8 @@
 //
 // With Options.Syslog (general.syslog_prog_name) the lines go to the local
 // syslog daemon instead, one RFC 3164 datagram each (syslog.go), sent
-// without waiting; a line the daemon cannot take falls back to stderr.
+// without waiting; a line the daemon cannot take falls back to stderr and
+// is counted in Options.SyslogCounts (atomics the caller owns and the
+// metrics exporter reads).
 // Log files and rotation are not done here.
 package logging

@@ -21,6 +21,9 @@ type Options struct {
 	// SyslogPaths are the sockets tried for it; nil means the usual ones
 	// (/dev/log, /var/run/syslog, /var/run/log).
 	SyslogPaths []string
+	// SyslogCounts, when not nil, counts the lines syslog did not take
+	// (each written to stderr instead).
+	SyslogCounts *SyslogCounts
 }
 
 // New returns a logger writing to stderr, or to syslog, and its atomic
@@ -66,7 +69,7 @@ func build(o Options, stderr *os.File) (*zap.Logger, zap.AtomicLevel, error) {
 		if paths == nil {
 			paths = defaultSyslogPaths()
 		}
-		sink, err := newSyslogSink(o.Syslog, os.Getpid(), paths, newSink(stderr))
+		sink, err := newSyslogSink(o.Syslog, os.Getpid(), paths, newSink(stderr), o.SyslogCounts)
 		if err != nil {
 			return nil, lvl, fmt.Errorf("syslog_prog_name %q: %w", o.Syslog, err)
 		}

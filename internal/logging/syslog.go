@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -80,16 +81,27 @@ func severity(l zapcore.Level) int {
 	return 2 // LOG_CRIT: DPanic, Panic, Fatal
 }
 
+// SyslogCounts count the lines a syslog logger could not send, each then
+// written to stderr instead (Options.SyslogCounts): Busy when the
+// daemon's queue was full, Unreachable when no daemon took it after one
+// redial. Safe for concurrent use; pg_doorman's metrics exporter reads
+// them.
+type SyslogCounts struct {
+	Busy, Unreachable atomic.Uint64
+}
+
 // syslogSink owns the datagram socket to the syslog daemon. A send never
 // waits: a line the daemon's queue cannot take at once, or that no daemon
 // takes after one redial (it restarted, it is gone), is written to
-// fallback (stderr) instead, so that logging never stalls the goroutine
-// that logs (the transaction core among them) and no line is lost.
+// fallback (stderr) instead, and counted, so that logging never stalls the
+// goroutine that logs (the transaction core among them) and no line is
+// lost.
 type syslogSink struct {
 	tag      string
 	pid      int
 	paths    []string
 	fallback io.Writer
+	counts   *SyslogCounts // never nil
 
 	mu   sync.Mutex
 	conn *net.UnixConn // nil after a failed send: dialled again at the next
@@ -97,9 +109,13 @@ type syslogSink struct {
 }
 
 // newSyslogSink connects to the first of paths that a daemon listens on;
-// an error names them all when none does.
-func newSyslogSink(tag string, pid int, paths []string, fallback io.Writer) (*syslogSink, error) {
-	s := &syslogSink{tag: tag, pid: pid, paths: paths, fallback: fallback}
+// an error names them all when none does. Lines that fall back are
+// counted in counts (nil: in counts of its own, read by nobody).
+func newSyslogSink(tag string, pid int, paths []string, fallback io.Writer, counts *SyslogCounts) (*syslogSink, error) {
+	if counts == nil {
+		counts = new(SyslogCounts)
+	}
+	s := &syslogSink{tag: tag, pid: pid, paths: paths, fallback: fallback, counts: counts}
 	if err := s.dial(); err != nil {
 		return nil, err
 	}
@@ -147,6 +163,7 @@ func (s *syslogSink) send(sev int, t time.Time, msg string) {
 		return
 	case syscall.EAGAIN:
 		// The daemon is behind: its queue is full.
+		s.counts.Busy.Add(1)
 	default:
 		// Restarted (its socket made anew: ECONNREFUSED) or gone: one
 		// redial per line.
@@ -154,6 +171,7 @@ func (s *syslogSink) send(sev int, t time.Time, msg string) {
 		if s.dial() == nil && s.try(b) == 0 {
 			return
 		}
+		s.counts.Unreachable.Add(1)
 	}
 	line := t.AppendFormat(make([]byte, 0, len(msg)+32), "2006-01-02T15:04:05.000Z0700")
 	line = append(line, '\t')

@@ -101,7 +101,8 @@ func TestSyslogNoDaemon(t *testing.T) {
 func TestSyslogDaemonRestarts(t *testing.T) {
 	path, d := fakeSyslog(t)
 	var fallback bytes.Buffer
-	s, err := newSyslogSink("pgd-test", 1, []string{path}, &fallback)
+	var counts SyslogCounts
+	s, err := newSyslogSink("pgd-test", 1, []string{path}, &fallback, &counts)
 	require.NoError(t, err)
 	s.send(6, time.Now(), "before")
 	require.Contains(t, readDatagram(t, d), "before")
@@ -112,6 +113,7 @@ func TestSyslogDaemonRestarts(t *testing.T) {
 	s.send(6, time.Now(), "after")
 	require.Contains(t, readDatagram(t, d), "after")
 	require.Zero(t, fallback.Len())
+	require.Zero(t, counts.Unreachable.Load(), "the redial reached it: no failure")
 }
 
 // TestSyslogFullQueueFallsBack: a daemon that does not read fills its
@@ -120,7 +122,8 @@ func TestSyslogDaemonRestarts(t *testing.T) {
 func TestSyslogFullQueueFallsBack(t *testing.T) {
 	path, d := fakeSyslog(t)
 	var fallback bytes.Buffer
-	s, err := newSyslogSink("pgd-test", 1, []string{path}, &fallback)
+	var counts SyslogCounts
+	s, err := newSyslogSink("pgd-test", 1, []string{path}, &fallback, &counts)
 	require.NoError(t, err)
 	const n = 3000
 	done := make(chan struct{})
@@ -137,6 +140,8 @@ func TestSyslogFullQueueFallsBack(t *testing.T) {
 	}
 	fell := strings.Count(fallback.String(), "\n")
 	require.Positive(t, fell, "the queue filled: some lines fell back")
+	require.Equal(t, uint64(fell), counts.Busy.Load(), "each line that fell back is counted")
+	require.Zero(t, counts.Unreachable.Load())
 	got := 0
 	require.NoError(t, d.SetReadDeadline(time.Now().Add(200*time.Millisecond)))
 	b := make([]byte, 64<<10)
@@ -154,10 +159,42 @@ func TestSyslogFullQueueFallsBack(t *testing.T) {
 func TestSyslogLongLineCut(t *testing.T) {
 	path, d := fakeSyslog(t)
 	var fallback bytes.Buffer
-	s, err := newSyslogSink("pgd-test", 1, []string{path}, &fallback)
+	s, err := newSyslogSink("pgd-test", 1, []string{path}, &fallback, nil)
 	require.NoError(t, err)
 	s.send(6, time.Now(), strings.Repeat("y", 10*maxSyslogMessage))
 	line := readDatagram(t, d)
 	require.True(t, strings.HasSuffix(line, "]: "+strings.Repeat("y", maxSyslogMessage)), "cut to %d bytes of message", maxSyslogMessage)
 	require.Zero(t, fallback.Len())
+}
+
+// TestSyslogUnreachableCounted: a line no syslog daemon takes, even after
+// a redial (the daemon went away), goes to stderr and is counted in
+// Options.SyslogCounts as unreachable; once a daemon listens again lines
+// go to it and nothing more is counted.
+func TestSyslogUnreachableCounted(t *testing.T) {
+	path, d := fakeSyslog(t)
+	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	require.NoError(t, err)
+	defer stderr.Close()
+	var counts SyslogCounts
+	log, _, err := build(Options{Syslog: "pgd-test", SyslogPaths: []string{path}, SyslogCounts: &counts}, stderr)
+	require.NoError(t, err)
+	log.Info("first")
+	require.Contains(t, readDatagram(t, d), "first")
+
+	require.NoError(t, d.Close())
+	require.NoError(t, os.Remove(path))
+	log.Info("daemon gone")
+	log.Info("still gone")
+	require.Equal(t, uint64(2), counts.Unreachable.Load())
+	require.Zero(t, counts.Busy.Load())
+	out, err := os.ReadFile(stderr.Name())
+	require.NoError(t, err)
+	require.Contains(t, string(out), "daemon gone")
+	require.Contains(t, string(out), "still gone")
+
+	d = listenSyslog(t, path)
+	log.Info("back")
+	require.Contains(t, readDatagram(t, d), "back")
+	require.Equal(t, uint64(2), counts.Unreachable.Load())
 }

@@ -16,7 +16,7 @@ var (
 		"Logins of users looked up by auth_query, by result (cumulative).",
 		[]string{"result", "database"}, nil)
 	aqExecutorDesc = prometheus.NewDesc("pg_doorman_auth_query_executor",
-		"auth_query lookup queries run and failed (connect, query error, unusable result), cumulative.",
+		"auth_query lookup queries run (queries) and failed (errors: connect, query error, unusable result), and executor connects that failed while they were opened at start (warm_errors), cumulative.",
 		[]string{"type", "database"}, nil)
 	aqDynamicDesc = prometheus.NewDesc("pg_doorman_auth_query_dynamic_pools",
 		"Pools created by auth_query: current (gauge), created and collected (cumulative).",
@@ -51,6 +51,7 @@ func (c authQueryCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(aqAuthDesc, float64(st.AuthFailure.Load()), "failure", db)
 		gauge(aqExecutorDesc, float64(st.ExecutorQueries.Load()), "queries", db)
 		gauge(aqExecutorDesc, float64(st.ExecutorErrors.Load()), "errors", db)
+		gauge(aqExecutorDesc, float64(st.WarmErrors.Load()), "warm_errors", db)
 		dyn := c.d.Pools.Dynamic(db)
 		gauge(aqDynamicDesc, float64(dyn.Current), "current", db)
 		gauge(aqDynamicDesc, float64(dyn.Created), "created", db)

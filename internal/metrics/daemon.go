@@ -35,7 +35,7 @@ var (
 		"Binary upgrades this process started (handed over to a new process) and aborted (the new process refused the config or did not come up).",
 		[]string{"result"}, nil)
 	upgradeClientsDesc = prometheus.NewDesc("pg_doorman_binary_upgrade_clients_total",
-		"Clients of binary upgrades: migrated (sent to the new process), migrate_failed (stayed here), drained (told to reconnect: TLS, session mode, admin, daemon mode), received and receive_failed (in the new process).",
+		"Clients of binary upgrades: migrated (sent to the new process), migrate_failed (stayed here), drained (told to reconnect: TLS, session mode, admin, daemon mode), force_closed (still here at shutdown_timeout: closed with 58006), received and receive_failed (in the new process).",
 		[]string{"result"}, nil)
 	buildInfoDesc = prometheus.NewDesc("pg_doorman_build_info",
 		"Always 1; the version label is the running pg_doorman version.", []string{"version"}, nil)
@@ -91,7 +91,7 @@ func (c *daemonCollector) Collect(ch chan<- prometheus.Metric) {
 		label string
 		n     uint64
 	}{{"migrated", u.Migrated.Load()}, {"migrate_failed", u.MigrateFailed.Load()}, {"drained", u.Drained.Load()},
-		{"received", u.Received.Load()}, {"receive_failed", u.ReceiveFailed.Load()}} {
+		{"force_closed", u.ForceClosed.Load()}, {"received", u.Received.Load()}, {"receive_failed", u.ReceiveFailed.Load()}} {
 		ch <- prometheus.MustNewConstMetric(upgradeClientsDesc, prometheus.CounterValue, float64(v.n), v.label)
 	}
 }

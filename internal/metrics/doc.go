@@ -12,8 +12,11 @@
 // The session and daemon packages call the event methods (ClientLogin,
 // LoginFailure, ServerLost, Rejected, ClientConnection, MemoryReturned)
 // through the
-// session.Metrics and daemon.Metrics interfaces; daemon.New builds the
-// exporter through daemon.Parts.
+// session.Metrics and daemon.Metrics interfaces, the admin console
+// AdminCommandFailed through admin.Metrics; daemon.New builds the
+// exporter through daemon.Parts. The syslog logger exists before the
+// exporter: RegisterSyslog adds its counts (logging.SyslogCounts), read at
+// scrape time.
 //
 // Everything is safe for concurrent use. The package does not decide
 // whether the endpoint is enabled, nor where it listens: the caller passes

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"github.com/doorman-go/doorman/internal/config"
 	"os"
 	"regexp"
 	"sort"
@@ -11,6 +10,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+
+	"github.com/doorman-go/doorman/internal/config"
+	"github.com/doorman-go/doorman/internal/logging"
 )
 
 // legacyNames are the seed's names that break today's naming rules; they
@@ -61,6 +63,7 @@ func TestFamiliesDoc(t *testing.T) {
 	m.ServerLost("mydb", "app")
 	m.ClientLogin("mydb", "app")
 	m.ParamSyncFailed("mydb", "app", "TimeZone") // a counter with no sample is not gathered
+	m.RegisterSyslog(new(logging.SyslogCounts))  // as cmd/pg_doorman does when it logs to syslog
 	mfs, err := m.Registry().Gather()
 	require.NoError(t, err)
 	exposed := map[string]bool{}

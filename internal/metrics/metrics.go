@@ -48,6 +48,7 @@ type Metrics struct {
 	tlsHandshakes *prometheus.CounterVec
 	tlsFailures   *prometheus.CounterVec
 	scramAuth     *prometheus.CounterVec
+	adminFailures *prometheus.CounterVec
 	serverTLS     *serverTLS
 	memReturns    prometheus.Counter
 	memReturned   prometheus.Counter
@@ -164,6 +165,16 @@ func New(d *daemon.Daemon) *Metrics {
 	for _, r := range []string{"timeout", "bad_client_certificate", "no_client_certificate", "queue_timeout"} {
 		m.tlsFailures.WithLabelValues(r)
 	}
+	m.adminFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pg_doorman_admin_command_failures_total",
+		Help: "Admin console commands refused or failed, by reason: syntax (not a command, bad arguments), extended_protocol, protocol (a message that ended the session), no_database, not_allowed (an admin database, a setting only the config file changes), unknown_parameter, invalid_value, unsupported, reload_failed, upgrade_in_progress, other.",
+	}, []string{"reason"})
+	// The reasons of package admin (admin.FailureReasons; its test checks
+	// they are all here).
+	for _, r := range []string{"syntax", "extended_protocol", "protocol", "no_database", "not_allowed", "unknown_parameter",
+		"invalid_value", "unsupported", "reload_failed", "upgrade_in_progress", "other"} {
+		m.adminFailures.WithLabelValues(r)
+	}
 	m.serverTLS = newServerTLS()
 	m.reg.MustRegister(m.serverTLS.collectors()...)
 	d.Pools.SetServerTLSObserver(m.serverTLS)
@@ -171,7 +182,7 @@ func New(d *daemon.Daemon) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.logins, m.loginFailures, m.serverLost, m.rejected, m.acceptErrors, m.clientErrors, m.clientWrites, m.cancels, m.acquireFails, m.coreHandBacks, m.coreFailures, m.paramSync,
-		m.tlsHandshakes, m.tlsFailures, m.scramAuth, m.memReturns, m.memReturned,
+		m.tlsHandshakes, m.tlsFailures, m.scramAuth, m.memReturns, m.memReturned, m.adminFailures,
 		&daemonCollector{m: m},
 		newPoolCollector(d),
 		coordinatorCollector{d},
@@ -290,6 +301,10 @@ func (m *Metrics) TLSHandshake(reason string) {
 	m.tlsHandshakes.WithLabelValues("failed").Inc()
 	m.tlsFailures.WithLabelValues(reason).Inc()
 }
+
+// AdminCommandFailed counts an admin console command refused or failed, by
+// reason (admin.Metrics).
+func (m *Metrics) AdminCommandFailed(reason string) { m.adminFailures.WithLabelValues(reason).Inc() }
 
 // SCRAMAuth counts a successful SCRAM exchange with a client by mechanism
 // (session.TLSMetrics).

@@ -180,6 +180,9 @@ func TestHooksCount(t *testing.T) {
 	m.SCRAMAuth("SCRAM-SHA-256-PLUS")
 	m.MemoryReturned(4096)
 	m.MemoryReturned(1000)
+	m.AdminCommandFailed("syntax")
+	m.AdminCommandFailed("syntax")
+	m.AdminCommandFailed("no_database")
 
 	values := gather(t, m)
 	for key, want := range map[string]float64{
@@ -203,6 +206,9 @@ func TestHooksCount(t *testing.T) {
 		seriesKey("pg_doorman_tls_handshake_failures_total", "reason", "bad_client_certificate"): 1,
 		seriesKey("pg_doorman_tls_handshake_failures_total", "reason", "timeout"):                0,
 		seriesKey("pg_doorman_client_scram_auth_total", "mechanism", "SCRAM-SHA-256-PLUS"):       1,
+		seriesKey("pg_doorman_admin_command_failures_total", "reason", "syntax"):                 2,
+		seriesKey("pg_doorman_admin_command_failures_total", "reason", "no_database"):            1,
+		seriesKey("pg_doorman_admin_command_failures_total", "reason", "not_allowed"):            0,
 	} {
 		got, ok := values[key]
 		require.True(t, ok, "series %s missing", key)
@@ -308,4 +314,32 @@ func TestScrapeWhileSessionsCount(t *testing.T) {
 	require.Equal(t, float64(n), values[seriesKey("pg_doorman_connection_count", "type", "total")])
 	require.Equal(t, float64(n), values[poolKey("pg_doorman_client_logins_total")])
 	require.Equal(t, float64(n), values[poolKey("pg_doorman_pools_queries_total")])
+}
+
+// TestStatsCountersExported: counters the daemon and auth_query keep as
+// atomics reach their families at scrape time: clients a binary upgrade
+// closed at shutdown_timeout, and executor connects that failed while
+// auth_query warmed its connections.
+func TestStatsCountersExported(t *testing.T) {
+	t.Parallel()
+	d := newDaemonWith(t, func(p *config.Pool) {
+		p.AuthQuery = &config.AuthQuery{Query: "SELECT passwd FROM pg_shadow WHERE usename = $1", User: "lookup",
+			Database: p.Name, Workers: 1, PoolSize: 1, CacheTTL: time.Hour}
+	})
+	m := New(d)
+	forceClosed := seriesKey("pg_doorman_binary_upgrade_clients_total", "result", "force_closed")
+	warmErrors := seriesKey("pg_doorman_auth_query_executor", "type", "warm_errors", "database", "mydb")
+	values := gather(t, m)
+	require.Contains(t, values, forceClosed)
+	require.Contains(t, values, warmErrors)
+	require.Zero(t, values[forceClosed])
+	require.Zero(t, values[warmErrors])
+
+	d.UpgradeStats.ForceClosed.Add(3)
+	resolvers := d.Pools.Resolvers()
+	require.Len(t, resolvers, 1)
+	resolvers[0].Stats.WarmErrors.Add(2)
+	values = gather(t, m)
+	require.Equal(t, 3.0, values[forceClosed])
+	require.Equal(t, 2.0, values[warmErrors])
 }
