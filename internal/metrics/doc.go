@@ -22,7 +22,8 @@
 // whether the endpoint is enabled, nor where it listens: the caller passes
 // the address from the prometheus section of the configuration.
 //
-// Families and their labels are listed in testdata/families.md.
+// Families and their labels are listed in docs/metrics.md (TestFamiliesDoc
+// keeps it equal to a scrape).
 //
 // Spec: seed 002, "Настройки Prometheus" and "Перцентили задержек";
 // https://prometheus.io/docs/practices/naming/.
