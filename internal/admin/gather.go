@@ -181,6 +181,7 @@ func (c *Console) gatherClients(v sessionView) []socketSnap {
 			if srv := s.Server(); srv != nil {
 				row.Link = fmt.Sprintf("%p", srv.Value)
 			}
+			row.PreparedStatementCount = s.PreparedStatements()
 		}
 		out = append(out, row)
 	}
@@ -209,7 +210,8 @@ func (c *Console) gatherServers(v sessionView) []socketSnap {
 }
 
 // serverRow reads only the fields of a backend connection that never
-// change after it is opened: it may be in use by a session right now.
+// change after it is opened, and its prepared statements' Count (an
+// atomic): it may be in use by a session right now.
 func serverRow(p *pooler.Pool, s *pooler.Settings, bc *backend.Conn, state string, created time.Time) socketSnap {
 	row := socketSnap{
 		Type: "S", User: p.User, Database: p.Database, State: state,
@@ -225,6 +227,9 @@ func serverRow(p *pooler.Pool, s *pooler.Settings, bc *backend.Conn, state strin
 	}
 	if nc := bc.NetConn(); nc != nil {
 		row.LocalAddr, row.LocalPort = splitAddr(nc.LocalAddr(), 0)
+	}
+	if bc.Prepared != nil { // set once, before the connection joins its pool
+		row.PreparedStatementCount = bc.Prepared.Count()
 	}
 	return row
 }

@@ -344,3 +344,44 @@ func atoi(t *testing.T, s string) int {
 	require.NoError(t, err, s)
 	return n
 }
+
+// TestIntegrationPreparedStatementCounts: SHOW CLIENTS and SHOW SERVERS
+// fill prepared_statements as PgBouncer does: the statements a client has
+// prepared and not closed, and the statements prepared on a server
+// connection.
+func TestIntegrationPreparedStatementCounts(t *testing.T) {
+	d, _ := startDaemonWith(t, func(c *config.Config) { c.General.PreparedStatements = true })
+	admin := connect(t, d, "admin", "admin-pw", "pgdoorman")
+	app := connect(t, d, "alice", "alice-pw", "app")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client := func() string {
+		cl := find(adminShow(t, admin, "SHOW CLIENTS"), "user", "alice")
+		require.NotNil(t, cl)
+		return cl["prepared_statements"]
+	}
+	require.Equal(t, "0", client())
+
+	for _, name := range []string{"s1", "s2"} {
+		_, err := app.PgConn().Prepare(ctx, name, "SELECT $1::int + 1", nil)
+		require.NoError(t, err)
+	}
+	require.Equal(t, "2", client())
+
+	res := app.PgConn().ExecPrepared(ctx, "s1", [][]byte{[]byte("41")}, nil, nil).Read()
+	require.NoError(t, res.Err)
+	require.Equal(t, "42", string(res.Rows[0][0]))
+	// The pool has two servers: the one that ran s1 has it prepared.
+	require.Eventually(t, func() bool {
+		for _, srv := range adminShow(t, admin, "SHOW SERVERS") {
+			if srv["prepared_statements"] != "0" {
+				n, err := strconv.Atoi(srv["prepared_statements"])
+				return err == nil && n == 1
+			}
+		}
+		return false
+	}, 5*time.Second, 20*time.Millisecond, "a server lists the statement s1 prepared on it")
+
+	require.NoError(t, app.PgConn().Deallocate(ctx, "s2"))
+	require.Equal(t, "1", client())
+}

@@ -1,6 +1,9 @@
 package prepared
 
-import "container/list"
+import (
+	"container/list"
+	"sync/atomic"
+)
 
 // nameOverhead approximates what one client name costs besides the
 // statement it keeps alive: map entry, list element, the entry struct.
@@ -8,13 +11,14 @@ const nameOverhead = 96
 
 // ClientMap maps a client's statement names to statements, bounded by
 // count and by the bytes of the statements it keeps alive (LRU for both).
-// Not safe for concurrent use.
+// Not safe for concurrent use, except Count.
 type ClientMap struct {
 	max      int // 0 = no count bound
 	maxBytes int64
 	bytes    int64
 	names    map[string]*list.Element
-	lru      list.List // of *clientEntry, front = most recent
+	lru      list.List    // of *clientEntry, front = most recent
+	count    atomic.Int32 // lru.Len(), for readers on other goroutines
 }
 
 type clientEntry struct {
@@ -54,6 +58,7 @@ func (m *ClientMap) Put(name string, st *Statement) int {
 		ce := &clientEntry{name: name, st: st}
 		m.names[name] = m.lru.PushFront(ce)
 		m.bytes += ce.size()
+		m.count.Add(1)
 	}
 	n := 0
 	for m.lru.Len() > 1 && ((m.max > 0 && m.lru.Len() > m.max) || m.bytes > m.maxBytes) {
@@ -68,6 +73,7 @@ func (m *ClientMap) remove(e *list.Element) {
 	m.lru.Remove(e)
 	delete(m.names, ce.name)
 	m.bytes -= ce.size()
+	m.count.Add(-1)
 }
 
 // Delete forgets name.
@@ -82,23 +88,29 @@ func (m *ClientMap) Clear() {
 	m.names = map[string]*list.Element{}
 	m.lru.Init()
 	m.bytes = 0
+	m.count.Store(0)
 }
 
 // Len is the number of names.
 func (m *ClientMap) Len() int { return m.lru.Len() }
+
+// Count is Len for any goroutine: the number of names as of the owner's
+// last change (SHOW CLIENTS' prepared_statements).
+func (m *ClientMap) Count() int { return int(m.count.Load()) }
 
 // Bytes is what the map accounts against its byte bound.
 func (m *ClientMap) Bytes() int64 { return m.bytes }
 
 // ServerSet is the set of statements prepared on one server connection,
 // bounded by count and by the bytes of their text (LRU for both). Not safe
-// for concurrent use.
+// for concurrent use, except Count.
 type ServerSet struct {
 	max      int
 	maxBytes int64
 	bytes    int64
 	m        map[*Statement]*list.Element
-	lru      list.List // of *Statement
+	lru      list.List    // of *Statement
+	count    atomic.Int32 // lru.Len(), for readers on other goroutines
 }
 
 // NewServerSet returns a set of at most max statements (0 = no count
@@ -129,6 +141,7 @@ func (s *ServerSet) Add(st *Statement) (evicted []*Statement) {
 	}
 	s.m[st] = s.lru.PushFront(st)
 	s.bytes += st.size
+	s.count.Add(1)
 	for s.lru.Len() > 1 && ((s.max > 0 && s.lru.Len() > s.max) || s.bytes > s.maxBytes) {
 		old := s.lru.Back().Value.(*Statement)
 		s.Remove(old)
@@ -143,6 +156,7 @@ func (s *ServerSet) Remove(st *Statement) {
 		s.lru.Remove(e)
 		delete(s.m, st)
 		s.bytes -= st.size
+		s.count.Add(-1)
 	}
 }
 
@@ -151,10 +165,15 @@ func (s *ServerSet) Clear() {
 	s.m = map[*Statement]*list.Element{}
 	s.lru.Init()
 	s.bytes = 0
+	s.count.Store(0)
 }
 
 // Len is the number of statements.
 func (s *ServerSet) Len() int { return s.lru.Len() }
+
+// Count is Len for any goroutine: the number of statements as of the
+// owner's last change (SHOW SERVERS' prepared_statements).
+func (s *ServerSet) Count() int { return int(s.count.Load()) }
 
 // Bytes is what the set accounts against its byte bound.
 func (s *ServerSet) Bytes() int64 { return s.bytes }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doorman-go/doorman/internal/protocol"
@@ -191,4 +192,66 @@ func TestServerSetByteBound(t *testing.T) {
 	require.Equal(t, big.Size(), s.Bytes())
 	s.Remove(big)
 	require.Equal(t, int64(0), s.Bytes())
+}
+
+// TestCountFollowsLen: Count, which SHOW CLIENTS and SHOW SERVERS read from
+// another goroutine, equals Len after every kind of change; run with -race
+// it also checks that reading it while the owner changes the set is safe.
+func TestCountFollowsLen(t *testing.T) {
+	a, b, c := &Statement{Name: "a"}, &Statement{Name: "b"}, &Statement{Name: "c"}
+	clientSteps := []struct {
+		name string
+		do   func(m *ClientMap)
+		want int
+	}{
+		{"put", func(m *ClientMap) { m.Put("x", a) }, 1},
+		{"put another", func(m *ClientMap) { m.Put("y", b) }, 2},
+		{"put a name again", func(m *ClientMap) { m.Put("x", c) }, 2},
+		{"put past the bound evicts", func(m *ClientMap) { m.Put("z", c) }, 2},
+		{"delete", func(m *ClientMap) { m.Delete("z") }, 1},
+		{"delete a name not there", func(m *ClientMap) { m.Delete("nope") }, 1},
+		{"clear", func(m *ClientMap) { m.Clear() }, 0},
+	}
+	m := NewClientMap(2)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // a reader, as the admin console is
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				assert.LessOrEqual(t, m.Count(), 2) // not require: not the test's goroutine
+			}
+		}
+	}()
+	for _, st := range clientSteps {
+		st.do(m)
+		require.Equal(t, m.Len(), m.Count(), st.name)
+		require.Equal(t, st.want, m.Count(), st.name)
+	}
+	close(stop)
+	wg.Wait()
+
+	serverSteps := []struct {
+		name string
+		do   func(s *ServerSet)
+		want int
+	}{
+		{"add", func(s *ServerSet) { s.Add(a) }, 1},
+		{"add again", func(s *ServerSet) { s.Add(a) }, 1},
+		{"add another", func(s *ServerSet) { s.Add(b) }, 2},
+		{"add past the bound evicts", func(s *ServerSet) { s.Add(c) }, 2},
+		{"remove", func(s *ServerSet) { s.Remove(c) }, 1},
+		{"remove one not there", func(s *ServerSet) { s.Remove(c) }, 1},
+		{"clear", func(s *ServerSet) { s.Clear() }, 0},
+	}
+	s := NewServerSet(2)
+	for _, st := range serverSteps {
+		st.do(s)
+		require.Equal(t, s.Len(), s.Count(), st.name)
+		require.Equal(t, st.want, s.Count(), st.name)
+	}
 }

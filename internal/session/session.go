@@ -570,6 +570,20 @@ func (s *Session) Server() *pooler.Conn {
 // Pool returns the pool the client logged into (nil for admin sessions).
 func (s *Session) Pool() *pooler.Pool { return s.pool }
 
+// PreparedStatements is the number of statements the client has prepared
+// and not closed, as its rewriter holds them (0 when prepared statements
+// are not rewritten, or when a parked client's rewriter was empty and
+// dropped). Safe from any goroutine: SHOW CLIENTS reads it.
+func (s *Session) PreparedStatements() int {
+	s.mu.Lock()
+	rw := s.rw
+	s.mu.Unlock()
+	if rw == nil {
+		return 0
+	}
+	return rw.names.Count()
+}
+
 func (s *Session) countConnection(kind string) {
 	if s.env.Metrics != nil {
 		s.env.Metrics.ClientConnection(kind)
