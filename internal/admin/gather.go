@@ -165,6 +165,7 @@ func readCounters(s *pooler.Stats) counters {
 // gatherClients lists every client session, admin sessions included.
 func (c *Console) gatherClients(v sessionView) []socketSnap {
 	listenPort := c.d.Config().General.Port
+	now := c.now()
 	out := make([]socketSnap, 0, len(v.all))
 	for _, s := range v.all {
 		st := s.State()
@@ -182,6 +183,7 @@ func (c *Console) gatherClients(v sessionView) []socketSnap {
 				row.Link = fmt.Sprintf("%p", srv.Value)
 			}
 			row.PreparedStatementCount = s.PreparedStatements()
+			row.Request, row.Wait = s.RequestTimes(now)
 		}
 		out = append(out, row)
 	}

@@ -385,3 +385,74 @@ func TestIntegrationPreparedStatementCounts(t *testing.T) {
 	require.NoError(t, app.PgConn().Deallocate(ctx, "s2"))
 	require.Equal(t, "1", client())
 }
+
+// TestIntegrationClientRequestTimes: SHOW CLIENTS' wait and wait_us count
+// how long a client has waited for a server while it waits, and its
+// request_time is that of its latest request, not its login, in both
+// pool modes (the transaction core's queue and a goroutine's wait).
+func TestIntegrationClientRequestTimes(t *testing.T) {
+	for _, mode := range []string{"transaction", "session"} {
+		t.Run(mode, func(t *testing.T) {
+			d, _ := startDaemonWith(t, func(c *config.Config) {
+				p := c.Pools["app"]
+				p.PoolMode = mode
+				for i := range p.Users {
+					p.Users[i].PoolMode = mode
+				}
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			admin := connect(t, d, "admin", "admin-pw", "pgdoorman")
+			byPtr := func(ptr string) map[string]string {
+				return find(adminShow(t, admin, "SHOW CLIENTS"), "ptr", ptr)
+			}
+			// The pool has two servers: two clients in a transaction hold
+			// them, and a third client's query waits.
+			var holders []*pgx.Conn
+			for range 2 {
+				h := connect(t, d, "alice", "alice-pw", "app")
+				_, err := h.Exec(ctx, "BEGIN")
+				require.NoError(t, err)
+				holders = append(holders, h)
+			}
+			before := map[string]bool{}
+			for _, r := range adminShow(t, admin, "SHOW CLIENTS") {
+				before[r["ptr"]] = true
+			}
+			waiter := connect(t, d, "alice", "alice-pw", "app")
+			var ptr string
+			for _, r := range adminShow(t, admin, "SHOW CLIENTS") {
+				if !before[r["ptr"]] {
+					ptr = r["ptr"]
+				}
+			}
+			require.NotEmpty(t, ptr)
+			connected := byPtr(ptr)["connect_time"]
+			// request_time moves past connect_time once a request comes in
+			// a later second than the login.
+			require.Eventually(t, func() bool {
+				return time.Now().UTC().Format("2006-01-02 15:04:05 MST") > connected
+			}, 3*time.Second, 10*time.Millisecond)
+			done := make(chan error, 1)
+			go func() {
+				_, err := waiter.Exec(ctx, "SELECT 1")
+				done <- err
+			}()
+			require.Eventually(t, func() bool {
+				r := byPtr(ptr)
+				w, _ := strconv.Atoi(r["wait"])
+				us, _ := strconv.Atoi(r["wait_us"])
+				return r["state"] == "waiting" && w*1_000_000+us >= 100_000
+			}, 4*time.Second, 10*time.Millisecond, "a waiting client's wait grows")
+			require.Greater(t, byPtr(ptr)["request_time"], connected, "request_time is the request's, not the login's")
+			for _, h := range holders {
+				// A session-mode client keeps its server until it leaves.
+				require.NoError(t, h.Close(ctx))
+			}
+			require.NoError(t, <-done)
+			r := byPtr(ptr)
+			require.Equal(t, "0", r["wait"], "no wait once it has a server")
+			require.Equal(t, "0", r["wait_us"])
+		})
+	}
+}

@@ -85,6 +85,7 @@ func (h *waitHook) Waiting() <-chan struct{} {
 		s.waitStop = make(chan struct{}, 1)
 	}
 	s.waiting = true
+	s.xactStart = s.sinceConnected(time.Time{}) // the wait's start until bindServer (RequestTimes)
 	stop := s.waitStop
 	s.mu.Unlock()
 	return stop

@@ -110,7 +110,8 @@ func (c *Core) enqueue(cl *coreClient, qwt time.Duration) {
 	}
 	q.clients = append(q.clients, cl)
 	s.mu.Lock()
-	s.waiting = true // a cancel request now posts postCancel (stopWaitLocked)
+	s.waiting = true                      // a cancel request now posts postCancel (stopWaitLocked)
+	s.xactStart = s.sinceConnected(c.now) // the wait's start until bindServer (RequestTimes)
 	s.mu.Unlock()
 	p.Stats.ClientsWaiting.Add(1)
 	c.ensureSentinels(p, q)

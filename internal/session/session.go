@@ -154,7 +154,9 @@ type Session struct {
 	// under mu while srv is attached, Wait before srv goes back to the pool.
 	cancels sync.WaitGroup
 	// Since ConnectedAt (its monotonic clock): a Duration is a third of a
-	// time.Time, and every idle client keeps these.
+	// time.Time, and every idle client keeps these. xactStart is the start
+	// of the client's latest transaction, and while it waits for a server
+	// (waiting) the start of that wait; queryStart that of its latest query.
 	xactStart  time.Duration
 	queryStart time.Duration
 
@@ -569,6 +571,21 @@ func (s *Session) Server() *pooler.Conn {
 
 // Pool returns the pool the client logged into (nil for admin sessions).
 func (s *Session) Pool() *pooler.Pool { return s.pool }
+
+// RequestTimes is what SHOW CLIENTS shows of the client's latest request
+// at now: when it came (the start of its latest transaction, query or
+// wait for a server; ConnectedAt before any) and, while it waits for a
+// server, how long it has waited (0 otherwise). Safe from any goroutine.
+func (s *Session) RequestTimes(now time.Time) (at time.Time, wait time.Duration) {
+	s.mu.Lock()
+	xact, query, waiting := s.xactStart, s.queryStart, s.waiting
+	s.mu.Unlock()
+	at = s.ConnectedAt.Add(max(xact, query))
+	if waiting {
+		wait = max(now.Sub(s.ConnectedAt.Add(xact)), 0)
+	}
+	return at, wait
+}
 
 // PreparedStatements is the number of statements the client has prepared
 // and not closed, as its rewriter holds them (0 when prepared statements
