@@ -195,11 +195,13 @@ func (c *Console) gatherClients(v sessionView) []socketSnap {
 // (being opened, probed, or fetching server parameters) are not listed.
 func (c *Console) gatherServers(v sessionView) []socketSnap {
 	var out []socketSnap
+	now := c.now()
 	for _, p := range c.d.Pools.Pools() {
 		s := p.Settings()
 		for _, a := range v.attached[p] {
 			row := serverRow(p, s, a.conn.Value, "active", a.conn.CreatedAt())
 			row.Link = fmt.Sprintf("%p", a.session)
+			row.Request, _ = a.session.RequestTimes(now) // its client's latest request
 			out = append(out, row)
 		}
 		for _, ic := range p.Conns().IdleSnapshot() {

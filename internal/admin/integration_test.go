@@ -435,7 +435,7 @@ func TestIntegrationClientRequestTimes(t *testing.T) {
 			}, 3*time.Second, 10*time.Millisecond)
 			done := make(chan error, 1)
 			go func() {
-				_, err := waiter.Exec(ctx, "SELECT 1")
+				_, err := waiter.Exec(ctx, "BEGIN") // it keeps its server
 				done <- err
 			}()
 			require.Eventually(t, func() bool {
@@ -453,6 +453,12 @@ func TestIntegrationClientRequestTimes(t *testing.T) {
 			r := byPtr(ptr)
 			require.Equal(t, "0", r["wait"], "no wait once it has a server")
 			require.Equal(t, "0", r["wait_us"])
+			// The server it holds shows that request too: the server was
+			// opened for a holder, before the waiter logged in.
+			srv := find(adminShow(t, admin, "SHOW SERVERS"), "link", ptr)
+			require.NotNil(t, srv)
+			require.Equal(t, r["request_time"], srv["request_time"])
+			require.Greater(t, srv["request_time"], srv["connect_time"])
 		})
 	}
 }
