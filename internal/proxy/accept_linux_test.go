@@ -36,12 +36,17 @@ func TestAcceptFailuresCounted(t *testing.T) {
 	require.Eventually(t, func() bool { return testutil.ToFloat64(errs) >= 6 }, 10*time.Second, 5*time.Millisecond)
 	time.Sleep(200 * time.Millisecond) // not synchronisation: the window in which retries are counted
 	require.LessOrEqual(t, testutil.ToFloat64(errs), 7.0, "failed accepts back off")
-	done := make(chan struct{})
-	go func() { pt.close(false, ReasonShutdown); close(done) }()
+	// After the ninth failure the loop waits a whole second. Closed at
+	// the start of that wait, it must end well before the second is out
+	// (a loop that slept the back-off out would take about 1 s).
+	require.Eventually(t, func() bool { return testutil.ToFloat64(errs) >= 9 }, 10*time.Second, time.Millisecond)
+	pt.close(false, ReasonShutdown)
+	ended := make(chan struct{})
+	go func() { h.proxy.served.Wait(); close(ended) }()
 	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("close waited for the back-off")
+	case <-ended:
+	case <-time.After(600 * time.Millisecond):
+		t.Fatal("the accept loop slept its back-off out after close")
 	}
 }
 
