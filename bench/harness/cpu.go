@@ -27,40 +27,77 @@ func readCPU(pid int) (time.Duration, error) {
 
 // readCPUSplit is the user and the system CPU time of process pid so far.
 func readCPUSplit(pid int) (user, sys time.Duration, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, fmt.Errorf("read cpu time: %w", err)
-	}
-	return parseStatTimes(string(b))
+	t, err := readStatTicks(pid)
+	return t[0], t[1], err
 }
 
-// parseStatCPU reads utime + stime from the text of /proc/PID/stat.
-func parseStatCPU(stat string) (time.Duration, error) {
-	user, sys, err := parseStatTimes(stat)
-	return user + sys, err
-}
-
-// parseStatTimes reads utime and stime (fields 14 and 15) from the text of
-// /proc/PID/stat. The command name (field 2) is in parentheses and may hold
-// spaces and parentheses itself, so fields are counted after the last ")".
-func parseStatTimes(stat string) (user, sys time.Duration, err error) {
+// parseStatTicks reads utime, stime, cutime and cstime (fields 14 to 17)
+// from the text of /proc/PID/stat. The command name (field 2) is in
+// parentheses and may hold spaces and parentheses itself, so fields are
+// counted after the last ")".
+func parseStatTicks(stat string) (times [4]time.Duration, err error) {
 	i := strings.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, 0, fmt.Errorf("parse /proc stat: no command name in %q", tail(stat, 80))
+		return times, fmt.Errorf("parse /proc stat: no command name in %q", tail(stat, 80))
 	}
 	f := strings.Fields(stat[i+1:]) // f[0] is field 3 (state)
-	if len(f) < 13 {
-		return 0, 0, fmt.Errorf("parse /proc stat: %d fields after the command name, want at least 13", len(f))
+	if len(f) < 15 {
+		return times, fmt.Errorf("parse /proc stat: %d fields after the command name, want at least 15", len(f))
 	}
-	var ticks [2]int64
-	for k, s := range f[11:13] { // fields 14 (utime) and 15 (stime)
+	for k, s := range f[11:15] { // fields 14 (utime) to 17 (cstime)
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 0 {
-			return 0, 0, fmt.Errorf("parse /proc stat: cpu ticks %q", s)
+			return [4]time.Duration{}, fmt.Errorf("parse /proc stat: cpu ticks %q", s)
 		}
-		ticks[k] = n
+		times[k] = time.Duration(n) * time.Second / userHZ
 	}
-	return time.Duration(ticks[0]) * time.Second / userHZ, time.Duration(ticks[1]) * time.Second / userHZ, nil
+	return times, nil
+}
+
+// readTreeCPU is the CPU time (user + system) that process pid and its
+// children have used so far: each live child's own and its reaped
+// children's (utime + stime + cutime + cstime), then pid's own with what
+// its reaped children used. For PostgreSQL's postmaster that is the whole
+// server: backends and auxiliary processes are its children, and one
+// that exits moves from the live children into the postmaster's cutime
+// and cstime when it is reaped. The children are read before the
+// postmaster, so that a child reaped after the listing is found there; one
+// reaped between its own read and the postmaster's is counted twice (a
+// window of microseconds, against a run's seconds).
+func readTreeCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return 0, fmt.Errorf("read children: %w", err)
+	}
+	var total time.Duration
+	for _, f := range strings.Fields(string(b)) {
+		child, err := strconv.Atoi(f)
+		if err != nil {
+			return 0, fmt.Errorf("read children of %d: %q is not a pid", pid, f)
+		}
+		t, err := readStatTicks(child)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			continue // reaped since the listing: in pid's cutime and cstime now
+		}
+		if err != nil {
+			return 0, err
+		}
+		total += t[0] + t[1] + t[2] + t[3]
+	}
+	t, err := readStatTicks(pid)
+	if err != nil {
+		return 0, err
+	}
+	return total + t[0] + t[1] + t[2] + t[3], nil
+}
+
+// readStatTicks is parseStatTicks of /proc/PID/stat.
+func readStatTicks(pid int) ([4]time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return [4]time.Duration{}, fmt.Errorf("read cpu time: %w", err)
+	}
+	return parseStatTicks(string(b))
 }
 
 // readCtxSwitches is the number of context switches, voluntary and

@@ -3,31 +3,38 @@ package harness
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-func TestParseStatCPU(t *testing.T) {
+func TestParseStatTicks(t *testing.T) {
 	t.Parallel()
-	rest := " 0 0 0 -1 4194560 100 0 0 0 %s %s 0 0 20 0 4 0 1 2 3"
+	rest := " 0 0 0 -1 4194560 100 0 0 0 %s %s %s %s 20 0 4 0 1 2 3"
+	ms := time.Millisecond
 	tests := []struct {
 		name    string
 		stat    string
-		want    time.Duration
+		want    [4]time.Duration
 		wantErr string
 	}{
-		{name: "plain", stat: "42 (pgbouncer) S 1" + sprintf(rest, "150", "50"), want: 2 * time.Second},
-		{name: "name with spaces and parens", stat: "7 (a) b (c)) R 1" + sprintf(rest, "1", "2"), want: 30 * time.Millisecond},
+		{name: "plain", stat: "42 (pgbouncer) S 1" + sprintf(rest, "150", "50", "0", "0"), want: [4]time.Duration{1500 * ms, 500 * ms}},
+		{name: "reaped children", stat: "42 (postgres) S 1" + sprintf(rest, "1", "2", "300", "4"), want: [4]time.Duration{10 * ms, 20 * ms, 3000 * ms, 40 * ms}},
+		{name: "name with spaces and parens", stat: "7 (a) b (c)) R 1" + sprintf(rest, "1", "2", "3", "4"), want: [4]time.Duration{10 * ms, 20 * ms, 30 * ms, 40 * ms}},
 		{name: "no name", stat: "42 pgbouncer S", wantErr: "no command name"},
 		{name: "short", stat: "42 (x) S 1 2 3", wantErr: "fields after the command name"},
-		{name: "not a number", stat: "42 (x) S 1" + sprintf(rest, "x", "2"), wantErr: `cpu ticks "x"`},
+		{name: "no cstime", stat: "42 (x) S 1 0 0 0 -1 4194560 100 0 0 0 1 2 3", wantErr: "want at least 15"},
+		{name: "not a number", stat: "42 (x) S 1" + sprintf(rest, "x", "2", "0", "0"), wantErr: `cpu ticks "x"`},
+		{name: "negative cutime", stat: "42 (x) S 1" + sprintf(rest, "1", "2", "-3", "0"), wantErr: `cpu ticks "-3"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := parseStatCPU(tt.stat)
+			got, err := parseStatTicks(tt.stat)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return
@@ -36,6 +43,45 @@ func TestParseStatCPU(t *testing.T) {
 			require.Equal(t, tt.want, got)
 		})
 	}
+}
+
+// TestReadTreeCPUCountsChildren: a child that burns CPU is counted while
+// it runs and, once reaped, through the parent's cutime and cstime. The
+// parent is a shell whose only work is to start the child and wait.
+func TestReadTreeCPUCountsChildren(t *testing.T) {
+	t.Parallel()
+	gate := filepath.Join(t.TempDir(), "gate")
+	// The child loops until the gate file exists, then exits; the shell
+	// reaps it and waits on stdin (a pipe the test closes at the end).
+	cmd := exec.Command("sh", "-c", `sh -c 'while [ ! -e "$1" ]; do :; done' sh "$1"; read x`, "sh", gate)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	pid := cmd.Process.Pid
+	childrenOf := func() string {
+		b, err := os.ReadFile(sprintf("/proc/%d/task/%d/children", pid, pid))
+		require.NoError(t, err)
+		return strings.TrimSpace(string(b))
+	}
+
+	deadline := time.Now().Add(20 * time.Second)
+	var live time.Duration
+	for live < 50*time.Millisecond { // the child's CPU, counted as a live child
+		require.True(t, time.Now().Before(deadline), "the busy child's CPU never showed (%v)", live)
+		live, err = readTreeCPU(pid)
+		require.NoError(t, err)
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NotEmpty(t, childrenOf(), "the busy child is not listed")
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	for childrenOf() != "" { // reaped: the shell waits in read now
+		require.True(t, time.Now().Before(deadline), "the child did not end")
+		time.Sleep(10 * time.Millisecond)
+	}
+	after, err := readTreeCPU(pid)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, after, live, "the reaped child's CPU was lost (it is in the parent's cutime)")
 }
 
 func TestReadCPUSelf(t *testing.T) {

@@ -8,6 +8,9 @@
 // same pool sizes, runs every case (script x protocol x clients) against
 // the three targets back to back for several rounds (rotating their order),
 // records each pooler's CPU per transaction from /proc/PID/stat (cpu.go),
+// with pgbench's own (its rusage) and the whole PostgreSQL server's (the
+// postmaster and its children, reaped ones included: readTreeCPU) beside
+// it, so that a table says how many CPUs each run kept busy,
 // then runs clients that pause between transactions (pgbench -R; paused.go,
 // render_paused.go; alone with BENCH_ONLY=paused), whose pooler CPU and
 // context switches are read over a window that excludes the logins

@@ -91,6 +91,35 @@ func (r CaseResult) UserCPUPerTx(target string) time.Duration {
 	return r.perTx(target, func(run runResult) time.Duration { return run.PoolerUserCPU })
 }
 
+// PostgresCPUPerTx is the whole PostgreSQL server's CPU time per
+// transaction in target's runs (runResult.PostgresCPU).
+func (r CaseResult) PostgresCPUPerTx(target string) time.Duration {
+	return r.perTx(target, func(run runResult) time.Duration { return run.PostgresCPU })
+}
+
+// PgbenchCPUPerTx is pgbench's own CPU time per transaction in target's
+// runs (runResult.PgbenchCPU).
+func (r CaseResult) PgbenchCPUPerTx(target string) time.Duration {
+	return r.perTx(target, func(run runResult) time.Duration { return run.PgbenchCPU })
+}
+
+// CPUsBusy is how many CPUs pgbench, the pooler and PostgreSQL kept busy
+// together in target's good runs: their CPU time over the runs' wall time
+// (Elapsed), connecting included; 0 when not measured.
+func (r CaseResult) CPUsBusy(target string) float64 {
+	var cpu, wall time.Duration
+	for _, run := range r.Runs[target] {
+		if run.Err == "" && run.Summary.Processed > 0 && run.Elapsed > 0 && run.PostgresCPU > 0 {
+			cpu += run.PgbenchCPU + run.PoolerCPU + run.PostgresCPU
+			wall += run.Elapsed
+		}
+	}
+	if wall == 0 {
+		return 0
+	}
+	return cpu.Seconds() / wall.Seconds()
+}
+
 // perTx sums what of each good run of target over its transactions.
 func (r CaseResult) perTx(target string, what func(runResult) time.Duration) time.Duration {
 	var cpu time.Duration
@@ -166,6 +195,7 @@ type runner struct {
 	settings Settings
 	logDir   string
 	progress io.Writer
+	pgPID    int                      // the postmaster: PostgreSQL's CPU per run (readTreeCPU); 0: not read
 	connTime map[string]time.Duration // probed connection time per target and client count
 }
 
@@ -247,14 +277,21 @@ func (rn *runner) runCases(ctx context.Context, cases []Case, targets []target, 
 	return results, nil
 }
 
-// run runs case c against t once for dur and records the pooler's CPU
-// over the whole run; a paused case also measures a window (window.go).
+// run runs case c against t once for dur and records the CPU the pooler
+// and PostgreSQL used over the whole run (pgbench's own comes with its
+// result); a paused case also measures a window (window.go).
 func (rn *runner) run(ctx context.Context, t target, c Case, dur time.Duration) (runResult, error) {
-	var userBefore, sysBefore time.Duration
+	var userBefore, sysBefore, pgBefore time.Duration
 	if t.pid != 0 {
 		var err error
 		if userBefore, sysBefore, err = readCPUSplit(t.pid); err != nil {
 			return runResult{}, err
+		}
+	}
+	if rn.pgPID != 0 {
+		var err error
+		if pgBefore, err = readTreeCPU(rn.pgPID); err != nil {
+			return runResult{}, fmt.Errorf("postgresql's cpu time: %w", err)
 		}
 	}
 	spec := runSpec{
@@ -265,9 +302,21 @@ func (rn *runner) run(ctx context.Context, t target, c Case, dur time.Duration) 
 	if c.Rate > 0 {
 		spec.window, spec.poolerPID = pausedWindow(rn.settings), t.pid
 	}
+	start := time.Now()
 	res, err := runPgbench(ctx, rn.pgbench, spec)
-	if err != nil || t.pid == 0 {
+	if err != nil {
 		return res, err
+	}
+	res.Elapsed = time.Since(start)
+	if rn.pgPID != 0 {
+		pgAfter, err := readTreeCPU(rn.pgPID)
+		if err != nil {
+			return res, fmt.Errorf("postgresql's cpu time: %w", err)
+		}
+		res.PostgresCPU = pgAfter - pgBefore
+	}
+	if t.pid == 0 {
+		return res, nil
 	}
 	userAfter, sysAfter, err := readCPUSplit(t.pid)
 	if err != nil {

@@ -24,6 +24,7 @@ func Render(r Report) string {
 	renderMethod(&b, r)
 	renderThroughput(&b, r)
 	renderCPU(&b, r)
+	renderCPUSplit(&b, "## Each process's CPU per transaction", cpuSplitIntro(r.Machine.CPUs), r.Matrix)
 	renderLatency(&b, r)
 	renderPaused(&b, r)
 	renderPrepared(&b, r)
@@ -144,6 +145,7 @@ func renderPrepared(b *strings.Builder, r Report) {
 		}
 	}
 	b.WriteString("\nTPS of a run with aborted clients counts only the transactions done before the abort.\n\n")
+	renderCPUSplit(b, "Each process's CPU per transaction in section 2, measured as after section 1:", "", r.Prepared)
 }
 
 func renderTail(b *strings.Builder, r Report) {

@@ -42,3 +42,46 @@ func renderCPU(b *strings.Builder, r Report) {
 	}
 	b.WriteString("\n")
 }
+
+// renderCPUSplit is where the CPU of cases' runs went per transaction:
+// pgbench, the pooler and PostgreSQL, and how many CPUs that kept busy;
+// title, then intro (the method, "" where said before). Reports from
+// before these were measured (a re-rendered JSON) have no such table.
+func renderCPUSplit(b *strings.Builder, title, intro string, cases []CaseResult) {
+	measured := false
+	for _, c := range cases {
+		for _, t := range targetOrder {
+			measured = measured || c.PostgresCPUPerTx(t) > 0
+		}
+	}
+	if !measured {
+		return
+	}
+	fmt.Fprintf(b, "%s\n\n", title)
+	if intro != "" {
+		fmt.Fprintf(b, "%s\n\n", intro)
+	}
+	b.WriteString("| script | -M | clients | target | TPS | pgbench µs/tx | pooler µs/tx | PostgreSQL µs/tx | all µs/tx | CPUs busy |\n|---|---|--:|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, c := range cases {
+		for _, t := range targetOrder {
+			if len(c.Runs[t]) == 0 {
+				continue
+			}
+			pgb, pooler, pg := c.PgbenchCPUPerTx(t), c.CPUPerTx(t), c.PostgresCPUPerTx(t)
+			all := pgb + pooler + pg
+			busy := "n/a"
+			if n := c.CPUsBusy(t); n > 0 {
+				busy = fmt.Sprintf("%.2f", n)
+			}
+			fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", c.Script, c.Mode, c.Clients, t, tps(c.TPS(t)),
+				micros(pgb), micros(pooler), micros(pg), micros(all), busy)
+		}
+	}
+	b.WriteString("\n")
+}
+
+// cpuSplitIntro says how renderCPUSplit's table is made, for a machine of
+// cpus CPUs.
+func cpuSplitIntro(cpus int) string {
+	return fmt.Sprintf("From the same runs: pgbench's own CPU time (its rusage), the pooler's as above, and the whole PostgreSQL server's (the postmaster and its children from /proc/PID/stat, with the children it reaped: cutime and cstime), each divided by the transactions pgbench processed; each run's logins and pgbench's vacuum are in it. \"CPUs busy\" is the three processes' CPU time over the runs' wall time, connecting included. On this %d-CPU machine a figure near %d means that the runs were bound by CPU: then TPS ≈ CPUs busy ÷ all, and a pooler that costs less lets pgbench and PostgreSQL do more.", cpus, cpus)
+}

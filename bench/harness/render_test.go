@@ -202,3 +202,40 @@ func TestRenderFloorPooled(t *testing.T) {
 		require.Contains(t, md, want)
 	}
 }
+
+// TestRenderCPUSplit: the table of each process's CPU per transaction
+// divides each process's CPU by the transactions and multiplies their sum
+// by the TPS; a report without the measurement (an older JSON) has none.
+func TestRenderCPUSplit(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	split := func(tps float64, n int, pgbenchCPU, pooler, pg, elapsed time.Duration) runResult {
+		res := run(tps, n, 1000)
+		res.PgbenchCPU, res.PoolerCPU, res.PostgresCPU, res.Elapsed = pgbenchCPU, pooler, pg, elapsed
+		return res
+	}
+	r := testReport()
+	r.Matrix[0].Runs = map[string][]runResult{
+		// 20 transactions: 20, 0 and 60 µs each; 1.6 ms of CPU in 2 × 10 ms
+		TargetDirect: {split(1000, 10, 200*time.Microsecond, 0, 600*time.Microsecond, 10*ms), split(1200, 10, 200*time.Microsecond, 0, 600*time.Microsecond, 10*ms)},
+		// 10 µs + 30 µs + 100 µs a transaction: 1.4 ms of CPU in 1 ms
+		TargetPgBouncer: {split(10000, 10, 100*time.Microsecond, 300*time.Microsecond, ms, ms)},
+		TargetDoorman:   {split(12500, 10, 100*time.Microsecond, 250*time.Microsecond, 750*time.Microsecond, 2*ms)},
+	}
+	r.Prepared[0].Runs[TargetDoorman] = []runResult{split(4000, 4, 40*time.Microsecond, 40*time.Microsecond, 120*time.Microsecond, ms)}
+	md := Render(r)
+	for _, want := range []string{
+		"## Each process's CPU per transaction\n",
+		"On this 2-CPU machine a figure near 2 means",
+		"| select-only | simple | 400 | direct | 1100 | 20.0 | n/a | 60.0 | 80.0 | 0.08 |",
+		"| select-only | simple | 400 | pgbouncer | 10000 | 10.0 | 30.0 | 100.0 | 140.0 | 1.40 |",
+		"| select-only | simple | 400 | pg_doorman | 12500 | 10.0 | 25.0 | 75.0 | 110.0 | 0.55 |",
+		"Each process's CPU per transaction in section 2, measured as after section 1:\n\n| script |",
+		"| select-only | prepared | 100 | pg_doorman | 4000 | 10.0 | 10.0 | 30.0 | 50.0 | 0.20 |",
+	} {
+		require.Contains(t, md, want)
+	}
+
+	old := Render(testReport())
+	require.NotContains(t, old, "Each process's CPU per transaction")
+}

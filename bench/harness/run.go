@@ -70,7 +70,11 @@ func Run(ctx context.Context, s Settings, progress io.Writer) (Report, error) {
 	rep.MaxConns = pg.maxConns
 	cfg := poolerConfig{dir: dir, pgPort: pg.Port, verifier: pg.verifier, poolSize: s.PoolSize,
 		prepSize: s.PreparedPoolSize, maxClients: slices.Max(append([]int{0}, idleCounts...)) + s.MaxClients() + 100}
-	rn := &runner{pgbench: pgbenchBin, settings: s, logDir: dir, progress: progress}
+	pgPID, err := pg.PID()
+	if err != nil {
+		return rep, fmt.Errorf("postgresql: %w", err)
+	}
+	rn := &runner{pgbench: pgbenchBin, settings: s, logDir: dir, progress: progress, pgPID: pgPID}
 	if s.Only == OnlyFloor {
 		err := runFloorOnly(ctx, s, cfg, rn, progress, &rep)
 		rep.Machine.LoadAfter = loadAverage()

@@ -55,6 +55,16 @@ type runResult struct {
 	PoolerCPU time.Duration `json:",omitempty"`
 	// PoolerUserCPU is the user-space part of PoolerCPU.
 	PoolerUserCPU time.Duration `json:",omitempty"`
+	// PostgresCPU is the user+system CPU time of the whole PostgreSQL
+	// server during the run (readTreeCPU of the postmaster), its logins
+	// and pgbench's vacuum included; 0 when not measured.
+	PostgresCPU time.Duration `json:",omitempty"`
+	// PgbenchCPU is pgbench's own user+system CPU time (its rusage), 0
+	// when not measured (a wrapped run: strace or perf).
+	PgbenchCPU time.Duration `json:",omitempty"`
+	// Elapsed is the run's wall time, pgbench's start to its end
+	// (connecting included), over which PostgresCPU was read.
+	Elapsed time.Duration `json:",omitempty"`
 	// Window is what the run's measurement window saw (runSpec.window);
 	// nil when it had none or the window failed (then Err says why).
 	Window *WindowResult `json:",omitempty"`
@@ -89,6 +99,9 @@ func runPgbench(ctx context.Context, bin string, spec runSpec) (runResult, error
 		return runResult{}, err
 	}
 	var res runResult
+	if st := cmd.ProcessState; st != nil && len(spec.wrap) == 0 {
+		res.PgbenchCPU = st.UserTime() + st.SystemTime()
+	}
 	var exitErr *exec.ExitError
 	switch {
 	case errors.As(runErr, &exitErr):

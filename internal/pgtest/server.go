@@ -212,11 +212,17 @@ func (c *Cluster) pid() (int, error) {
 // CPU in a benchmark).
 func (c *Cluster) PostmasterPID(t testing.TB) int {
 	t.Helper()
-	pid, err := c.pid()
+	pid, err := c.PID()
 	if err != nil {
 		t.Fatalf("postmaster pid: %v", err)
 	}
 	return pid
+}
+
+// PID returns the running postmaster's pid, for callers without a
+// testing.TB (the benchmark reads the server's CPU time through it).
+func (c *Cluster) PID() (int, error) {
+	return c.pid()
 }
 
 // stop shuts the server down with the given signal and waits; after
