@@ -70,11 +70,19 @@ func Run(ctx context.Context, s Settings, progress io.Writer) (Report, error) {
 	rep.MaxConns = pg.maxConns
 	cfg := poolerConfig{dir: dir, pgPort: pg.Port, verifier: pg.verifier, poolSize: s.PoolSize,
 		prepSize: s.PreparedPoolSize, maxClients: slices.Max(append([]int{0}, idleCounts...)) + s.MaxClients() + 100}
+	rn := &runner{pgbench: pgbenchBin, settings: s, logDir: dir, progress: progress}
+	// PostgreSQL's CPU per run needs the postmaster's children listed in
+	// /proc (CONFIG_PROC_CHILDREN); without it the tables of each
+	// process's CPU are left out, not the benchmark.
 	pgPID, err := pg.PID()
 	if err != nil {
 		return rep, fmt.Errorf("postgresql: %w", err)
 	}
-	rn := &runner{pgbench: pgbenchBin, settings: s, logDir: dir, progress: progress, pgPID: pgPID}
+	if _, err := readTreeCPU(pgPID); err != nil {
+		fmt.Fprintf(progress, "PostgreSQL's CPU time is not measured: %v\n", err)
+	} else {
+		rn.pgPID = pgPID
+	}
 	if s.Only == OnlyFloor {
 		err := runFloorOnly(ctx, s, cfg, rn, progress, &rep)
 		rep.Machine.LoadAfter = loadAverage()
