@@ -36,7 +36,7 @@ func TestCleanupOfFailedTest(t *testing.T) {
 			}
 			c, err := newCluster(context.Background(), Options{}, nil)
 			require.NoError(t, err)
-			pid, err := c.pid()
+			pid, err := c.PID()
 			require.NoError(t, err)
 			marker := filepath.Join(c.env.root, "KEEP")
 

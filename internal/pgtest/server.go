@@ -198,8 +198,9 @@ func (c *Cluster) logSince(offset int64) string {
 	return string(b[offset:])
 }
 
-// pid returns the running postmaster's pid.
-func (c *Cluster) pid() (int, error) {
+// PID returns the running postmaster's pid, for callers without a
+// testing.TB (the benchmark reads the server's CPU time through it).
+func (c *Cluster) PID() (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cmd == nil {
@@ -217,12 +218,6 @@ func (c *Cluster) PostmasterPID(t testing.TB) int {
 		t.Fatalf("postmaster pid: %v", err)
 	}
 	return pid
-}
-
-// PID returns the running postmaster's pid, for callers without a
-// testing.TB (the benchmark reads the server's CPU time through it).
-func (c *Cluster) PID() (int, error) {
-	return c.pid()
 }
 
 // stop shuts the server down with the given signal and waits; after
@@ -271,7 +266,7 @@ func (c *Cluster) killLocked(ctx context.Context) error {
 // WaitReady polls until the server accepts connections from the superuser
 // or ctx ends; it fails at once if the server is not running.
 func (c *Cluster) WaitReady(ctx context.Context) error {
-	pid, err := c.pid()
+	pid, err := c.PID()
 	if err != nil {
 		return err
 	}
@@ -326,7 +321,7 @@ func (c *Cluster) KillPostmaster(t testing.TB) {
 // KillBackend returns once the server accepts connections again.
 func (c *Cluster) KillBackend(t testing.TB, pid int) {
 	t.Helper()
-	pm, err := c.pid()
+	pm, err := c.PID()
 	if err != nil {
 		t.Fatalf("pgtest: kill backend %d: %v", pid, err)
 	}

@@ -23,7 +23,7 @@ func TestCrashedTestBinaryLeavesNothing(t *testing.T) {
 			fmt.Println("ERROR", err)
 			os.Exit(2)
 		}
-		pid, _ := c.pid()
+		pid, _ := c.PID()
 		fmt.Printf("CLUSTER %s %d\n", c.Dir, pid)
 		os.Exit(3)
 	}

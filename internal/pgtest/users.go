@@ -74,7 +74,7 @@ func (c *Cluster) AddHbaLine(t testing.TB, line string) {
 		if err := m.writeHba(); err != nil {
 			t.Fatalf("pgtest: %s: %v", m.Name, err)
 		}
-		if _, err := m.pid(); err != nil {
+		if _, err := m.PID(); err != nil {
 			continue // stopped: the next start reads the file
 		}
 		if err := m.reload(); err != nil {
