@@ -60,36 +60,78 @@ func parseStatTicks(stat string) (times [4]time.Duration, err error) {
 // its reaped children used. For PostgreSQL's postmaster that is the whole
 // server: backends and auxiliary processes are its children, and one
 // that exits moves from the live children into the postmaster's cutime
-// and cstime when it is reaped. The children are read before the
-// postmaster, so that a child reaped after the listing is found there; one
-// reaped between its own read and the postmaster's is counted twice (a
-// window of microseconds, against a run's seconds).
-func readTreeCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	if err != nil {
-		return 0, fmt.Errorf("read children: %w", err)
-	}
-	var total time.Duration
-	for _, f := range strings.Fields(string(b)) {
-		child, err := strconv.Atoi(f)
-		if err != nil {
-			return 0, fmt.Errorf("read children of %d: %q is not a pid", pid, f)
-		}
-		t, err := readStatTicks(child)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
-			continue // reaped since the listing: in pid's cutime and cstime now
-		}
+// and cstime when it is reaped.
+func readTreeCPU(pid int) (time.Duration, error) { return treeCPU(procFS{}, pid) }
+
+// treeProc is what treeCPU reads of a process tree: procFS reads /proc.
+type treeProc interface {
+	children(pid int) ([]int, error)
+	// stat is utime, stime, cutime and cstime; an error wrapping
+	// fs.ErrNotExist or ESRCH means the process is gone.
+	stat(pid int) ([4]time.Duration, error)
+}
+
+// treeCPU is readTreeCPU over p. The parent is read before and after its
+// children, and the reading is taken only if the parent's cutime and
+// cstime did not move in between: a child reaped during the reading would
+// otherwise be counted twice (its own stat read, then in the parent's
+// cutime), or not at all. At the end of a direct run every backend exits
+// at once, which made that window real: a section-1 run of 2.05 CPUs busy
+// on a 2-CPU machine (docs/benchmarks-passes.md, forty-fourth pass).
+func treeCPU(p treeProc, pid int) (time.Duration, error) {
+	const attempts = 1000 // each a few hundred microseconds; exits end
+	for range attempts {
+		before, err := p.stat(pid)
 		if err != nil {
 			return 0, err
 		}
-		total += t[0] + t[1] + t[2] + t[3]
+		kids, err := p.children(pid)
+		if err != nil {
+			return 0, err
+		}
+		var total time.Duration
+		for _, child := range kids {
+			t, err := p.stat(child)
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+				continue // reaped since the listing: the parent's cutime moved
+			}
+			if err != nil {
+				return 0, err
+			}
+			total += t[0] + t[1] + t[2] + t[3]
+		}
+		after, err := p.stat(pid)
+		if err != nil {
+			return 0, err
+		}
+		if after[2]+after[3] == before[2]+before[3] {
+			return total + after[0] + after[1] + after[2] + after[3], nil
+		}
 	}
-	t, err := readStatTicks(pid)
-	if err != nil {
-		return 0, err
-	}
-	return total + t[0] + t[1] + t[2] + t[3], nil
+	return 0, fmt.Errorf("cpu time of %d and its children: children kept being reaped over %d readings", pid, attempts)
 }
+
+// procFS reads a process tree from /proc.
+type procFS struct{}
+
+func (procFS) children(pid int) ([]int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return nil, fmt.Errorf("read children: %w", err)
+	}
+	f := strings.Fields(string(b))
+	kids := make([]int, 0, len(f))
+	for _, s := range f {
+		child, err := strconv.Atoi(s)
+		if err != nil {
+			return nil, fmt.Errorf("read children of %d: %q is not a pid", pid, s)
+		}
+		kids = append(kids, child)
+	}
+	return kids, nil
+}
+
+func (procFS) stat(pid int) ([4]time.Duration, error) { return readStatTicks(pid) }
 
 // readStatTicks is parseStatTicks of /proc/PID/stat.
 func readStatTicks(pid int) ([4]time.Duration, error) {

@@ -2,9 +2,11 @@ package harness
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -101,3 +103,93 @@ func TestReadCPUSelf(t *testing.T) {
 }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// reapingProc is a parent with children, one of which is reaped after
+// the parent's process table has been read a given number of times: its
+// ticks move into the parent's cutime and cstime, as the kernel does.
+type reapingProc struct {
+	parent    [4]time.Duration
+	kids      map[int][4]time.Duration
+	reap      int // the child to reap
+	reapAfter int // after this many reads (stat and children calls); 0: before
+
+	reads int
+}
+
+func (p *reapingProc) tick() {
+	p.reads++
+	if p.reads == p.reapAfter {
+		p.reapNow()
+	}
+}
+
+func (p *reapingProc) reapNow() {
+	t := p.kids[p.reap]
+	delete(p.kids, p.reap)
+	p.parent[2] += t[0] + t[2]
+	p.parent[3] += t[1] + t[3]
+}
+
+func (p *reapingProc) children(int) ([]int, error) {
+	defer p.tick()
+	kids := make([]int, 0, len(p.kids))
+	for pid := range p.kids {
+		kids = append(kids, pid)
+	}
+	sort.Ints(kids)
+	return kids, nil
+}
+
+func (p *reapingProc) stat(pid int) ([4]time.Duration, error) {
+	defer p.tick()
+	if pid == 1 {
+		return p.parent, nil
+	}
+	t, ok := p.kids[pid]
+	if !ok {
+		return t, fmt.Errorf("read cpu time: %w", fs.ErrNotExist)
+	}
+	return t, nil
+}
+
+// TestTreeCPUChildReapedWhileReading: whenever a child is reaped during
+// the reading (before the parent's first read, between the listing and
+// the child's read, between the child's read and the parent's second
+// read), its CPU is counted once. Reading the children and then the
+// parent once counted it twice in the last case.
+func TestTreeCPUChildReapedWhileReading(t *testing.T) {
+	t.Parallel()
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	// Reads in one attempt: parent (1), children (2), child 2 (3),
+	// child 3 (4), parent (5).
+	for _, tc := range []struct {
+		name      string
+		reap      int
+		reapAfter int
+	}{
+		{"no reap", 2, 1000},
+		{"before the first read", 2, 0},
+		{"after the parent's first read", 2, 1},
+		{"between the listing and its read", 3, 2},
+		{"between its read and the parent's", 2, 3},
+		{"just before the parent's second read", 3, 4},
+		{"after the reading", 3, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &reapingProc{
+				parent: [4]time.Duration{ms(10), ms(20), ms(30), ms(40)},
+				kids: map[int][4]time.Duration{
+					2: {ms(100), ms(200), ms(5), ms(6)},
+					3: {ms(1000), ms(2000), 0, 0},
+				},
+				reap: tc.reap, reapAfter: tc.reapAfter,
+			}
+			if tc.reapAfter == 0 {
+				p.reapNow()
+			}
+			got, err := treeCPU(p, 1)
+			require.NoError(t, err)
+			require.Equal(t, ms(10+20+30+40+100+200+5+6+1000+2000), got)
+		})
+	}
+}
