@@ -76,8 +76,9 @@ type treeProc interface {
 // cstime did not move in between: a child reaped during the reading would
 // otherwise be counted twice (its own stat read, then in the parent's
 // cutime), or not at all. At the end of a direct run every backend exits
-// at once, which made that window real: a section-1 run of 2.05 CPUs busy
-// on a 2-CPU machine (docs/benchmarks-passes.md, forty-fourth pass).
+// at once, which makes that likely: the likely source of a section-2 run
+// of 2.05 CPUs busy on a 2-CPU machine (docs/benchmarks-passes.md,
+// forty-fourth pass).
 func treeCPU(p treeProc, pid int) (time.Duration, error) {
 	const attempts = 1000 // each a few hundred microseconds; exits end
 	for range attempts {
