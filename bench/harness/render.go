@@ -3,6 +3,8 @@ package harness
 import (
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,6 +66,9 @@ func renderMethod(b *strings.Builder, r Report) {
 		fmt.Sprintf("Interleaved: for every case the three targets run back to back, %d round(s), the order of the targets rotated per case and round. TPS is the median over rounds (of two rounds: the mean), excluding the connection time; latency percentiles are nearest-rank over every transaction of every round, from the `-l` logs.", s.Rounds),
 		fmt.Sprintf("Idle clients: for each count (%s), a fresh instance of each pooler; a Go program (pgconn, %d logins at a time) first connects one warm-up client that runs SELECT 1 and stays (so that the pooler has opened its first server connection: \"first client\" is what that cost once), then opens that many connections that authenticate and stay idle, from source addresses 127.0.0.2, 127.0.0.3, ... (a new one every %d clients, so that no address runs out of ephemeral ports); RSS is VmRSS from /proc/<pid>/status with the warm-up client (\"before\", %s after it, once it stopped moving) and with all clients (\"at once\": as soon as it stopped moving after the last login; \"with clients\": %s later, once it stopped moving; the hold is there because pg_doorman gives free heap back to the OS once a burst is over, internal/memreturn), VmHWM is the peak; bytes per idle client = (RSS with clients - RSS before) / clients, and the same at once.", idleCountsText(s.IdleCounts), idleConnectWorkers, clientsPerSource, idleHold, idleHold),
 		"pgbench, PostgreSQL, the pooler and (for the memory test) the client program share the same CPUs.",
+	}
+	if w := warmUpText(r.WarmUps, benchDB); w != "" {
+		lines = slices.Insert(lines, 6, w)
 	}
 	for _, l := range lines {
 		fmt.Fprintf(b, "- %s\n", l)
@@ -131,7 +136,11 @@ func renderLatency(b *strings.Builder, r Report) {
 func renderPrepared(b *strings.Builder, r Report) {
 	s := r.Settings
 	fmt.Fprintf(b, "## 2. -M prepared, %d clients, pool %d\n\n", s.PreparedClients, s.PreparedPoolSize)
-	fmt.Fprintf(b, "Interleaved as section 1, %d round(s); TPS as there (of two rounds: the mean), failed transactions and aborted clients summed over the rounds, the exit code of the last round.\n\n", s.Rounds)
+	fmt.Fprintf(b, "Interleaved as section 1, %d round(s); TPS as there (of two rounds: the mean), failed transactions and aborted clients summed over the rounds, the exit code of the last round.", s.Rounds)
+	if w := warmUpText(r.WarmUps, preparedDB); w != "" {
+		b.WriteString(" " + w)
+	}
+	b.WriteString("\n\n")
 	fmt.Fprintf(b, "| script | target | TPS | failed tx | aborted clients | pgbench exit | errors |\n|---|---|--:|--:|--:|--:|---|\n")
 	for _, c := range r.Prepared {
 		for _, t := range targetOrder {
@@ -291,4 +300,23 @@ func doormanEnvText(env []string) string {
 		return ""
 	}
 	return ", except what the environment set for every pg_doorman of the run: `" + strings.Join(env, "`, `") + "`"
+}
+
+// warmUpText says which warm-up runs came before the first round of the
+// section on database db, "" when none did (a report from before they
+// existed).
+func warmUpText(runs []WarmUp, db string) string {
+	var counts []string
+	for _, w := range runs {
+		if w.DB != db {
+			continue
+		}
+		if c := strconv.Itoa(w.Clients); !slices.Contains(counts, c) {
+			counts = append(counts, c)
+		}
+	}
+	if len(counts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Before the first round each pooler ran select-only -M simple for %d s at %s clients (in that order), with nothing counted: a pooler's first run on new server connections measured the warm-up of the PostgreSQL backends behind it, which on these machines took 3–5 s to reach their speed (docs/benchmarks-passes.md, forty-fourth pass). Direct PostgreSQL has new backends in every run.", int(warmUpTime/time.Second), strings.Join(counts, ", "))
 }

@@ -22,6 +22,7 @@ type Report struct {
 	MaxConns   int // PostgreSQL max_connections
 	Matrix     []CaseResult
 	Prepared   []CaseResult
+	WarmUps    []WarmUp          `json:",omitempty"` // before the first round of sections 1 and 2
 	Paused     []CaseResult      // clients that pause between transactions (pgbench -R), after the matrix
 	LoadMemory map[string]Memory // poolers' memory after the matrix
 	Idle       []IdleResult
@@ -170,6 +171,9 @@ func withPoolers(ctx context.Context, s Settings, cfg poolerConfig, f func(bounc
 // runLoadThrough is runLoad's work, through poolers withPoolers started.
 func runLoadThrough(ctx context.Context, s Settings, cfg poolerConfig, rn *runner, rep *Report, bouncer, doorman *pooler) (err error) {
 	targets := loadTargets(cfg, bouncer, doorman)
+	if err := rn.warmUp(ctx, targets, s.Clients, &rep.WarmUps); err != nil {
+		return err
+	}
 	if rep.Matrix, err = rn.runCases(ctx, matrixCases(s.Clients), targets, s.Rounds); err != nil {
 		return err
 	}
@@ -185,6 +189,9 @@ func runLoadThrough(ctx context.Context, s Settings, cfg poolerConfig, rn *runne
 	prepared := []Case{
 		{Script: ScriptSelectOnly, Mode: "prepared", Clients: s.PreparedClients},
 		{Script: ScriptTPCB, Mode: "prepared", Clients: s.PreparedClients},
+	}
+	if err := rn.warmUp(ctx, targets, []int{s.PreparedClients}, &rep.WarmUps); err != nil {
+		return err
 	}
 	if rep.Prepared, err = rn.runCases(ctx, prepared, targets, s.Rounds); err != nil {
 		return err
