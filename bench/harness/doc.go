@@ -5,7 +5,9 @@
 //
 // Run is the whole benchmark. It starts a throwaway PostgreSQL (pgtest),
 // fills it with pgbench -i, starts both poolers as child processes with the
-// same pool sizes, runs every case (script x protocol x clients) against
+// same pool sizes, warms each pooler up at every client count (warmup.go:
+// new PostgreSQL backends behind it run slowly for their first seconds),
+// runs every case (script x protocol x clients) against
 // the three targets back to back for several rounds (rotating their order),
 // records each pooler's CPU per transaction from /proc/PID/stat (cpu.go),
 // with pgbench's own (its rusage) and the whole PostgreSQL server's (the
