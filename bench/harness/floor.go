@@ -42,6 +42,8 @@ type FloorReport struct {
 	Pooled        []CaseResult
 	PooledTargets []string
 	PoolSize      int
+	// WarmUps ran through the pooling targets before the first round.
+	WarmUps []WarmUp `json:",omitempty"`
 }
 
 // floorTarget names the forwarder of mode in the report.
@@ -91,6 +93,11 @@ func runFloor(ctx context.Context, s Settings, cfg poolerConfig, rn *runner) (re
 	cases := []Case{
 		{Script: ScriptSelectOnly, Mode: "simple", Clients: floorClients},
 		{Script: ScriptSelectOnly, Mode: "extended", Clients: floorClients},
+	}
+	// Only the targets that pool: the other forwarders log every client
+	// in to PostgreSQL itself, so their backends are new in every run.
+	if err := rn.warmUp(ctx, pooled, []int{floorClients, pooledClients}, &rep.WarmUps); err != nil {
+		return rep, err
 	}
 	if rep.Cases, err = rn.runCases(ctx, cases, targets, s.Rounds); err != nil {
 		return rep, err

@@ -308,6 +308,16 @@ func doormanEnvText(env []string) string {
 // section on database db, "" when none did (a report from before they
 // existed).
 func warmUpText(runs []WarmUp, db string) string {
+	counts := warmUpCounts(runs, db)
+	if counts == "" {
+		return ""
+	}
+	return fmt.Sprintf("Before the first round each pooler ran select-only -M simple for %d s at %s clients (in that order), with nothing counted: a pooler's first run on new server connections measured the warm-up of the PostgreSQL backends behind it, which on these machines took 3–5 s to reach their speed (docs/benchmarks-passes.md, forty-fourth pass). Direct PostgreSQL has new backends in every run.", int(warmUpTime/time.Second), counts)
+}
+
+// warmUpCounts lists the client counts of the warm-up runs on database
+// db in the order they ran, "" when there were none.
+func warmUpCounts(runs []WarmUp, db string) string {
 	var counts []string
 	for _, w := range runs {
 		if w.DB != db {
@@ -317,8 +327,5 @@ func warmUpText(runs []WarmUp, db string) string {
 			counts = append(counts, c)
 		}
 	}
-	if len(counts) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("Before the first round each pooler ran select-only -M simple for %d s at %s clients (in that order), with nothing counted: a pooler's first run on new server connections measured the warm-up of the PostgreSQL backends behind it, which on these machines took 3–5 s to reach their speed (docs/benchmarks-passes.md, forty-fourth pass). Direct PostgreSQL has new backends in every run.", int(warmUpTime/time.Second), strings.Join(counts, ", "))
+	return strings.Join(counts, ", ")
 }
