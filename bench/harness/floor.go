@@ -94,8 +94,8 @@ func runFloor(ctx context.Context, s Settings, cfg poolerConfig, rn *runner) (re
 		{Script: ScriptSelectOnly, Mode: "simple", Clients: floorClients},
 		{Script: ScriptSelectOnly, Mode: "extended", Clients: floorClients},
 	}
-	// Only the targets that pool: the other forwarders log every client
-	// in to PostgreSQL itself, so their backends are new in every run.
+	// Only the targets that pool: the other forwarders give every client
+	// a PostgreSQL connection of its own, new in every run.
 	if err := rn.warmUp(ctx, pooled, []int{floorClients, pooledClients}, &rep.WarmUps); err != nil {
 		return rep, err
 	}
