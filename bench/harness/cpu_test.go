@@ -193,3 +193,21 @@ func TestTreeCPUChildReapedWhileReading(t *testing.T) {
 		})
 	}
 }
+
+// churningProc's parent reaps a child between every two reads of it.
+type churningProc struct{ cutime time.Duration }
+
+func (p *churningProc) children(int) ([]int, error) { return nil, nil }
+
+func (p *churningProc) stat(int) ([4]time.Duration, error) {
+	p.cutime += time.Millisecond
+	return [4]time.Duration{0, 0, p.cutime, 0}, nil
+}
+
+// TestTreeCPUGivesUp: a parent whose children never stop being reaped
+// ends in an error after a bounded number of readings, not a hang.
+func TestTreeCPUGivesUp(t *testing.T) {
+	t.Parallel()
+	_, err := treeCPU(&churningProc{}, 1)
+	require.ErrorContains(t, err, "children kept being reaped")
+}
