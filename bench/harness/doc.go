@@ -26,8 +26,8 @@
 // section (tls.go, render_tls.go; alone with BENCH_ONLY=tls) runs pgbench
 // -S and -C with PGSSLMODE=require through both poolers requiring TLS from
 // clients with one throwaway certificate, and through plaintext instances
-// as the baseline, with the same CPU per transaction; it renders into its
-// own file.
+// as the baseline, each warmed up first, with the same CPU per
+// transaction; it renders into its own file.
 //
 // Settings come from BENCH_* environment variables (settings.go). Child
 // processes die with the harness (Pdeathsig); PgBouncer runs as the

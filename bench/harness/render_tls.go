@@ -47,8 +47,11 @@ func renderTLSMethod(b *strings.Builder, r Report) {
 		fmt.Sprintf("`pgbench -b select-only -M <mode> -c <clients> -j %d -T <t> -l`, t as in docs/benchmarks.md (%d s + the probed connection time with margin). The -C row: `pgbench -C -b select-only -M simple -c %d`: every transaction opens a new connection (TCP, TLS handshake, SCRAM) and closes it; its TPS is pgbench's, including the reconnections, so it is the connect rate.", s.Jobs, int(s.Duration/time.Second), s.TLSConnectClients),
 		fmt.Sprintf("Interleaved: for every case the four poolers run back to back, %d round(s), their order rotated per case and round. TPS is the median over rounds.", s.Rounds),
 		"CPU per transaction: the pooler's utime + stime from /proc/PID/stat (USER_HZ ticks, 10 ms) read before and after each run, summed over the rounds and divided by the transactions pgbench processed. With -C that is CPU per connection.",
+		tlsWarmUpText(r.TLS.WarmUps),
 	} {
-		fmt.Fprintf(b, "- %s\n", l)
+		if l != "" {
+			fmt.Fprintf(b, "- %s\n", l)
+		}
 	}
 	b.WriteString("\n")
 }
@@ -80,4 +83,14 @@ func renderTLSConnect(b *strings.Builder, cases []CaseResult) {
 // tlsSpreadNote is spreadNote over the TLS section's targets.
 func tlsSpreadNote(cases []CaseResult) string {
 	return spreadNoteFor(cases, tlsTargetOrder[:])
+}
+
+// tlsWarmUpText says which warm-up runs came before the section's first
+// round, "" when none did (a report from before they existed).
+func tlsWarmUpText(runs []WarmUp) string {
+	counts := warmUpCounts(runs, benchDB)
+	if counts == "" {
+		return ""
+	}
+	return fmt.Sprintf("Before the first round each of the four poolers ran select-only -M simple for %d s at %s clients (in that order), not counted, the TLS two over TLS: the same warm-up of the PostgreSQL backends behind a pooler as in docs/benchmarks.md.", int(warmUpTime/time.Second), counts)
 }

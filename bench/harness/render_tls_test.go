@@ -110,3 +110,13 @@ func TestRenderTLSNoFailures(t *testing.T) {
 	require.Contains(t, md, "No failed runs, failed transactions or aborted clients.")
 	require.Contains(t, md, "| no | 10 | 900 | 700 | 0.78 | 100.0 | 100.0 | 1.00 |")
 }
+
+func TestRenderTLSWarmUps(t *testing.T) {
+	t.Parallel()
+	r := tlsReport()
+	require.NotContains(t, RenderTLS(r), "Before the first round", "a report from before the warm-up says nothing of it")
+	for _, name := range tlsTargetOrder {
+		r.TLS.WarmUps = append(r.TLS.WarmUps, WarmUp{Target: name, DB: benchDB, Clients: 100}, WarmUp{Target: name, DB: benchDB, Clients: 10})
+	}
+	require.Contains(t, RenderTLS(r), "With -C that is CPU per connection.\n- Before the first round each of the four poolers ran select-only -M simple for 5 s at 100, 10 clients (in that order), not counted, the TLS two over TLS")
+}

@@ -26,6 +26,7 @@ var tlsTargetOrder = [...]string{TargetPgBouncer, TargetDoorman, TargetPgBouncer
 type TLSReport struct {
 	Cases   []CaseResult // one connection per client for the whole run
 	Connect []CaseResult // pgbench -C: a new connection, and a TLS handshake, per transaction
+	WarmUps []WarmUp     // the four poolers' runs before the first round, not counted
 }
 
 // tlsCases lists the TLS section's cases: select-only over the simple and
@@ -42,7 +43,8 @@ func tlsCases(clients []int, connectClients int) (cases, connect []Case) {
 
 // runTLS starts both poolers twice, with TLS from clients (one certificate
 // made now into the work directory) and without, and runs the TLS cases
-// against the four, interleaved.
+// against the four, interleaved, after warming each up as section 1 does
+// (over TLS for the two that require it).
 func runTLS(ctx context.Context, s Settings, cfg poolerConfig, rn *runner) (rep TLSReport, err error) {
 	certs, err := makeCerts(filepath.Join(cfg.dir, "certs"))
 	if err != nil {
@@ -67,6 +69,9 @@ func runTLS(ctx context.Context, s Settings, cfg poolerConfig, rn *runner) (rep 
 		}
 		defer func() { err = errors.Join(err, pl.proc.stop()) }()
 		targets = append(targets, poolerTarget(p.name, pl, benchDB))
+	}
+	if err = rn.warmUp(ctx, targets, s.TLSClients, &rep.WarmUps); err != nil {
+		return rep, err
 	}
 	cases, connect := tlsCases(s.TLSClients, s.TLSConnectClients)
 	if rep.Cases, err = rn.runCases(ctx, cases, targets, s.Rounds); err != nil {
