@@ -308,11 +308,18 @@ func doormanEnvText(env []string) string {
 // section on database db, "" when none did (a report from before they
 // existed).
 func warmUpText(runs []WarmUp, db string) string {
+	return warmUpSentence(runs, db, "each pooler", "with nothing counted: a pooler's first run on new server connections measured the warm-up of the PostgreSQL backends behind it, which on these machines took 3–5 s to reach their speed (docs/benchmarks-passes.md, forty-fourth pass). Direct PostgreSQL has new backends in every run.")
+}
+
+// warmUpSentence is the sentence each section gives its warm-up runs on
+// database db: who ran, what, at which client counts, then rest; "" when
+// there were none.
+func warmUpSentence(runs []WarmUp, db, who, rest string) string {
 	counts := warmUpCounts(runs, db)
 	if counts == "" {
 		return ""
 	}
-	return fmt.Sprintf("Before the first round each pooler ran select-only -M simple for %d s at %s clients (in that order), with nothing counted: a pooler's first run on new server connections measured the warm-up of the PostgreSQL backends behind it, which on these machines took 3–5 s to reach their speed (docs/benchmarks-passes.md, forty-fourth pass). Direct PostgreSQL has new backends in every run.", int(warmUpTime/time.Second), counts)
+	return fmt.Sprintf("Before the first round %s ran select-only -M simple for %d s at %s clients (in that order), %s", who, int(warmUpTime/time.Second), counts, rest)
 }
 
 // warmUpCounts lists the client counts of the warm-up runs on database

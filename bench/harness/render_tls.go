@@ -88,9 +88,5 @@ func tlsSpreadNote(cases []CaseResult) string {
 // tlsWarmUpText says which warm-up runs came before the section's first
 // round, "" when none did (a report from before they existed).
 func tlsWarmUpText(runs []WarmUp) string {
-	counts := warmUpCounts(runs, benchDB)
-	if counts == "" {
-		return ""
-	}
-	return fmt.Sprintf("Before the first round each of the four poolers ran select-only -M simple for %d s at %s clients (in that order), not counted, the TLS two over TLS: the same warm-up of the PostgreSQL backends behind a pooler as in docs/benchmarks.md.", int(warmUpTime/time.Second), counts)
+	return warmUpSentence(runs, benchDB, "each of the four poolers", "not counted, the TLS two over TLS: the same warm-up of the PostgreSQL backends behind a pooler as in docs/benchmarks.md.")
 }
